@@ -1,0 +1,62 @@
+package dev.levee.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+class GcraTableTest {
+
+    private static final long SEC = 1_000_000_000L;
+
+    @Test
+    void idleKeysExpireOnceTheirTatIsPast() {
+        AtomicLong clock = new AtomicLong(Long.MAX_VALUE - 100 * SEC);
+        GcraTable table = GcraTable.create(clock::get, 1000);
+        GcraLimit limit = GcraLimit.of(10, 5, 1); // horizon = 5 × 100 ms
+        for (int i = 0; i < 100; i++) {
+            table.attempt("k" + i, limit);
+        }
+        table.cleanUp();
+        assertThat(table.size()).isEqualTo(100);
+        clock.addAndGet(SEC);
+        table.cleanUp();
+        assertThat(table.size()).isZero();
+    }
+
+    @Test
+    void keysWithDebtAreNotForgotten() {
+        AtomicLong clock = new AtomicLong(-5 * SEC);
+        GcraTable table = GcraTable.create(clock::get, 1000);
+        GcraLimit limit = GcraLimit.of(1, 2, 1); // horizon 2 s
+        assertThat(table.attempt("k", limit)).isEqualTo(1);
+        assertThat(table.attempt("k", limit)).isEqualTo(0);
+        assertThat(table.attempt("k", limit)).isNegative();
+        clock.addAndGet(SEC / 2);
+        table.cleanUp();
+        assertThat(table.peek("k")).isNotNull();
+        assertThat(table.attempt("k", limit)).isNegative();
+    }
+
+    @Test
+    void hardCapBoundsTheTable() {
+        AtomicLong clock = new AtomicLong();
+        GcraTable table = GcraTable.create(clock::get, 100);
+        GcraLimit limit = GcraLimit.of(0.001, 1, 1); // keys stay in debt for 1000 s
+        for (int i = 0; i < 10_000; i++) {
+            table.attempt("key-" + i, limit);
+        }
+        table.cleanUp();
+        assertThat(table.size()).isLessThanOrEqualTo(100);
+    }
+
+    @Test
+    void separateKeysHaveSeparateCounters() {
+        AtomicLong clock = new AtomicLong();
+        GcraTable table = GcraTable.create(clock::get, 100);
+        GcraLimit limit = GcraLimit.of(1, 1, 1);
+        assertThat(table.attempt("a", limit)).isGreaterThanOrEqualTo(0);
+        assertThat(table.attempt("a", limit)).isNegative();
+        assertThat(table.attempt("b", limit)).isGreaterThanOrEqualTo(0);
+    }
+}

@@ -1,0 +1,116 @@
+package dev.levee.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class GcraTest {
+
+    private static final long SEC = 1_000_000_000L;
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, 2, 5, 25, 300})
+    void freshKeyAdmitsExactlyMaxBurstOneAtOnce(int burst) {
+        GcraLimit limit = GcraLimit.of(10, burst, 1);
+        Gcra.State s = new Gcra.State(limit.horizonNs());
+        long now = 123_456_789L;
+        int admitted = 0;
+        for (int i = 0; i < 1000; i++) {
+            if (Gcra.admitted(Gcra.attempt(s, limit, now))) {
+                admitted++;
+            }
+        }
+        assertThat(admitted).isEqualTo(Math.max(burst, 1));
+    }
+
+    @Test
+    void remainingCountsDownToZeroThenRejects() {
+        GcraLimit limit = GcraLimit.of(1, 3, 1);
+        Gcra.State s = new Gcra.State(limit.horizonNs());
+        assertThat(Gcra.attempt(s, limit, 0)).isEqualTo(2);
+        assertThat(Gcra.attempt(s, limit, 0)).isEqualTo(1);
+        assertThat(Gcra.attempt(s, limit, 0)).isEqualTo(0);
+        long rejected = Gcra.attempt(s, limit, 0);
+        assertThat(rejected).isEqualTo(-SEC);
+        assertThat(Gcra.retryAfterSeconds(rejected)).isEqualTo(1);
+    }
+
+    @Test
+    void rejectionDoesNotMoveTat() {
+        GcraLimit limit = GcraLimit.of(2, 1, 1);
+        Gcra.State s = new Gcra.State(limit.horizonNs());
+        Gcra.attempt(s, limit, 0);
+        long tat = s.tat();
+        for (int i = 0; i < 10; i++) {
+            assertThat(Gcra.attempt(s, limit, i * 1000L)).isNegative();
+        }
+        assertThat(s.tat()).isEqualTo(tat);
+        assertThat(Gcra.attempt(s, limit, SEC / 2)).isGreaterThanOrEqualTo(0);
+    }
+
+    @Test
+    void retryAfterIsRoundedUpAndNeverZero() {
+        assertThat(Gcra.retryAfterSeconds(-1)).isEqualTo(1);
+        assertThat(Gcra.retryAfterSeconds(-SEC)).isEqualTo(1);
+        assertThat(Gcra.retryAfterSeconds(-SEC - 1)).isEqualTo(2);
+        assertThat(Gcra.retryAfterSeconds(5)).isZero();
+        // 1 request per 10 s: the second waits ~10 s
+        GcraLimit slow = GcraLimit.of(0.1, 1, 1);
+        Gcra.State s = new Gcra.State(slow.horizonNs());
+        Gcra.attempt(s, slow, 0);
+        assertThat(Gcra.retryAfterSeconds(Gcra.attempt(s, slow, 1))).isEqualTo(10);
+    }
+
+    @Test
+    void rateIsDividedByGroupSizeButBurstIsNot() {
+        GcraLimit limit = GcraLimit.of(50, 5, 4);
+        assertThat(limit.emissionIntervalNs()).isEqualTo(80_000_000L); // 12.5 req/s per limiter
+        assertThat(limit.capacity()).isEqualTo(5);
+        assertThat(limit.toleranceNs()).isEqualTo(4 * 80_000_000L);
+    }
+
+    @Test
+    void zeroRateBlocksEverything() {
+        GcraLimit limit = GcraLimit.of(0, 100, 1);
+        Gcra.State s = new Gcra.State(limit.horizonNs());
+        long r = Gcra.attempt(s, limit, 0);
+        assertThat(r).isNegative();
+        assertThat(Gcra.retryAfterSeconds(r)).isEqualTo(1);
+        assertThat(s.used()).isFalse();
+    }
+
+    @Test
+    void steadyRateIsAdmittedAtEmissionInterval() {
+        GcraLimit limit = GcraLimit.of(100, 1, 1); // T = 10 ms
+        Gcra.State s = new Gcra.State(limit.horizonNs());
+        int admitted = 0;
+        for (long t = 0; t < 10 * SEC; t += SEC / 1000) { // 1000 req/s offered for 10 s
+            if (Gcra.admitted(Gcra.attempt(s, limit, t))) {
+                admitted++;
+            }
+        }
+        assertThat(admitted).isBetween(1000, 1001);
+    }
+
+    @Test
+    void tinyAndHugeRatesDoNotOverflow() {
+        GcraLimit tiny = GcraLimit.of(1e-12, Integer.MAX_VALUE, 64);
+        assertThat(tiny.toleranceNs()).isEqualTo(GcraLimit.MAX_SPAN_NS);
+        Gcra.State s = new Gcra.State(tiny.horizonNs());
+        assertThat(Gcra.attempt(s, tiny, Long.MAX_VALUE - 5)).isGreaterThanOrEqualTo(0);
+        GcraLimit huge = GcraLimit.of(1e15, 0, 1);
+        assertThat(huge.emissionIntervalNs()).isEqualTo(1);
+    }
+
+    @Test
+    void invalidArgumentsAreRefused() {
+        assertThatThrownBy(() -> GcraLimit.of(-1, 1, 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("rate");
+        assertThatThrownBy(() -> GcraLimit.of(Double.NaN, 1, 1)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> GcraLimit.of(1, -1, 1)).hasMessageContaining("burst");
+        assertThatThrownBy(() -> GcraLimit.of(1, 1, 0)).hasMessageContaining("group size");
+    }
+}

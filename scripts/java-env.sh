@@ -1,0 +1,29 @@
+# shellcheck shell=bash
+# Sourced by ./levee and scripts/test: finds a JDK >= 21 (JAVA_HOME first, then /usr/lib/jvm)
+# and exports JAVA_HOME and PATH so that ./mvnw and java use it.
+levee_java_major() {
+  local v
+  v="$("$1/bin/java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}')"
+  echo "${v%%.*}"
+}
+levee_find_java() {
+  local candidate major
+  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+    major="$(levee_java_major "$JAVA_HOME")"
+    if [ "${major:-0}" -ge 21 ] 2>/dev/null; then echo "$JAVA_HOME"; return 0; fi
+  fi
+  for candidate in $(ls -d /usr/lib/jvm/*/ 2>/dev/null | sort -rV); do
+    candidate="${candidate%/}"
+    [ -x "$candidate/bin/javac" ] || continue
+    major="$(levee_java_major "$candidate")"
+    if [ "${major:-0}" -ge 21 ] 2>/dev/null; then echo "$candidate"; return 0; fi
+  done
+  return 1
+}
+if ! LEVEE_JAVA_HOME="$(levee_find_java)"; then
+  echo "levee: no JDK >= 21 found (looked at JAVA_HOME=${JAVA_HOME:-unset} and /usr/lib/jvm/*)." >&2
+  echo "levee: install one, e.g. 'apt-get install -y openjdk-21-jdk-headless', or set JAVA_HOME." >&2
+  exit 1
+fi
+export JAVA_HOME="$LEVEE_JAVA_HOME"
+export PATH="$JAVA_HOME/bin:$PATH"
