@@ -1,0 +1,132 @@
+package dev.levee.client;
+
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.Http;
+import dev.levee.runtime.Json;
+import dev.levee.s3.S3Request;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerRequest;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The endpoint NGINX's {@code rate.lua} calls (SPEC.md §1 steps 1–4): raw S3 request facts in,
+ * accepted / rejected / failed out, by way of a {@link LeveeClient}.
+ *
+ * <p>{@code GET /v1/s3check} with headers {@code X-Levee-Method}, {@code X-Levee-Host},
+ * {@code X-Levee-Uri} (the raw request URI with query) and optionally {@code X-Levee-Copy-Source};
+ * or {@code POST /v1/s3check} with JSON {@code {method, host, uri, copySource}}. Answers 200 / 429
+ * (with {@code Retry-After}) / 500, header {@code X-Levee-Result}, and a JSON body. A request
+ * missing method or URI gets 400. Also {@code GET /health} (503 until a limiter list is known) and
+ * {@code GET /metrics}.
+ */
+public final class ClientService implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger("levee.client");
+
+    private final LeveeClient client;
+    private final HttpServer server;
+
+    private ClientService(LeveeClient client, HttpServer server) {
+        this.client = client;
+        this.server = server;
+    }
+
+    /** The JSON form of a check. */
+    public record S3Facts(String method, String host, String uri, String copySource) {
+    }
+
+    /**
+     * Starts the endpoint over an existing client.
+     *
+     * @param listen address to bind (default 127.0.0.1:7200)
+     * @return the running service once it listens
+     */
+    public static Future<ClientService> start(Vertx vertx, HostPort listen, LeveeClient client, MeterRegistry registry) {
+        return Http.listen(vertx, listen, req -> handle(req, client, registry)).map(s -> {
+            LOG.info("client endpoint listening on {}:{}", listen.host(), s.actualPort());
+            return new ClientService(client, s);
+        });
+    }
+
+    private static void handle(HttpServerRequest req, LeveeClient client, MeterRegistry registry) {
+        String path = req.path();
+        if (path.equals("/v1/s3check") && req.method() == HttpMethod.GET) {
+            decide(req, client, new S3Facts(req.getHeader("X-Levee-Method"), req.getHeader("X-Levee-Host"),
+                    req.getHeader("X-Levee-Uri"), req.getHeader("X-Levee-Copy-Source")));
+        } else if (path.equals("/v1/s3check") && req.method() == HttpMethod.POST) {
+            Http.withBody(req, body -> {
+                try {
+                    decide(req, client, Json.parse(body, S3Facts.class));
+                } catch (IllegalArgumentException e) {
+                    Http.error(req.response(), 400, e.getMessage());
+                }
+            });
+        } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
+            boolean ready = !client.view().limiters().isEmpty();
+            Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready" : "no limiters known",
+                    "revision", client.view().revision(), "observerReachable", client.observerReachable()));
+        } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
+            Http.metrics(req, registry);
+        } else {
+            Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + path);
+        }
+    }
+
+    private static void decide(HttpServerRequest req, LeveeClient client, S3Facts f) {
+        if (f.method() == null || f.method().isEmpty()) {
+            Http.error(req.response(), 400, "missing S3 request method (X-Levee-Method or 'method')");
+            return;
+        }
+        if (f.uri() == null || f.uri().isEmpty()) {
+            Http.error(req.response(), 400, "missing S3 request URI (X-Levee-Uri or 'uri')");
+            return;
+        }
+        S3Request s3 = S3Request.fromRequestUri(f.method(), f.host(), f.uri(), f.copySource());
+        client.check(s3).onComplete(ar -> {
+            if (ar.failed()) {
+                Http.json(req.response().putHeader("X-Levee-Result", "failed"), 500, Map.of("result", "failed"));
+                return;
+            }
+            ClientDecision d = ar.result();
+            Map<String, Object> body = new LinkedHashMap<>();
+            body.put("result", d.result().word());
+            body.put("retryAfter", d.retryAfter());
+            body.put("limiter", d.limiter());
+            body.put("resource", d.classification().resource());
+            body.put("operation", d.classification().operation().name());
+            body.put("level", d.level());
+            if (d.result() == ClientDecision.Result.REJECTED) {
+                req.response().putHeader("Retry-After", Long.toString(d.retryAfter()));
+            }
+            req.response().putHeader("X-Levee-Result", d.result().word());
+            Http.json(req.response(), d.result().status(), body);
+        });
+    }
+
+    /** Returns the bound port. */
+    public int port() {
+        return server.actualPort();
+    }
+
+    /** Returns the client library behind the endpoint. */
+    public LeveeClient client() {
+        return client;
+    }
+
+    /** Stops listening (the client is closed by its owner). */
+    public Future<Void> stop() {
+        return server.close();
+    }
+
+    @Override
+    public void close() {
+        stop();
+    }
+}

@@ -1,0 +1,58 @@
+package dev.levee.gateway;
+
+import java.util.UUID;
+
+/**
+ * Builds S3 error bodies (AWS S3 REST error responses): {@code 503 SlowDown} for refusals
+ * (SPEC.md §1 step 5) and other codes for gateway failures.
+ */
+public final class SlowDown {
+
+    private SlowDown() {
+    }
+
+    /** Returns a new request id for an error response (hex, 16 characters). */
+    public static String newRequestId() {
+        return Long.toHexString(UUID.randomUUID().getMostSignificantBits() | Long.MIN_VALUE).toUpperCase(java.util.Locale.ROOT);
+    }
+
+    /**
+     * Renders an S3 XML error document.
+     *
+     * @param code      the S3 error code, for example {@code SlowDown}
+     * @param message   a human-readable message
+     * @param resource  the request path (escaped here)
+     * @param requestId the request id
+     * @return the XML text
+     */
+    public static String xml(String code, String message, String resource, String requestId) {
+        return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + escape(code) + "</Code><Message>"
+                + escape(message) + "</Message><Resource>" + escape(resource) + "</Resource><RequestId>"
+                + escape(requestId) + "</RequestId></Error>\n";
+    }
+
+    static String escape(String s) {
+        if (s == null) {
+            return "";
+        }
+        StringBuilder sb = new StringBuilder(s.length() + 16);
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '<' -> sb.append("&lt;");
+                case '>' -> sb.append("&gt;");
+                case '&' -> sb.append("&amp;");
+                case '"' -> sb.append("&quot;");
+                case '\'' -> sb.append("&apos;");
+                default -> {
+                    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0xfffe || c == 0xffff) {
+                        sb.append('?'); // not representable in XML 1.0
+                    } else {
+                        sb.append(c);
+                    }
+                }
+            }
+        }
+        return sb.toString();
+    }
+}

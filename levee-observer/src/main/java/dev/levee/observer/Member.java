@@ -1,0 +1,10 @@
+package dev.levee.observer;
+
+/**
+ * One active limiter as the observer lists it (SPEC.md §7).
+ *
+ * @param id      the limiter's stable id (the HRW member id)
+ * @param address {@code host:port} where clients send checks
+ */
+public record Member(String id, String address) {
+}

@@ -1,0 +1,140 @@
+package dev.levee.observer;
+
+import dev.levee.core.Ticker;
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.Http;
+import dev.levee.runtime.Json;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerRequest;
+import java.time.Duration;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Serves the list of active limiters (SPEC.md §7), from heartbeats in the embedded default.
+ *
+ * <p>API: {@code POST /v1/heartbeat {"id","address"}} → 204; {@code DELETE /v1/limiters/<id>} →
+ * 204/404; {@code GET /v1/limiters} → {@code {revision, factor, limiters:[{id,address}]}};
+ * {@code GET /health}; {@code GET /metrics}. Malformed input → 400 with a message.
+ */
+public final class ObserverService implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger("levee.observer");
+
+    /**
+     * Settings of an observer.
+     *
+     * @param listen     address to bind (default 127.0.0.1:7000; port 0 picks a free one)
+     * @param ttl        a limiter without heartbeat for this long is dropped (default 3 s)
+     * @param factor     the group factor DF served to clients, ≥ 1
+     * @param maxMembers the most limiters held (default 1024)
+     */
+    public record Options(HostPort listen, Duration ttl, int factor, int maxMembers) {
+        /** Validates the settings. @throws IllegalArgumentException when a value is out of range */
+        public Options {
+            if (ttl.isNegative() || ttl.isZero()) {
+                throw new IllegalArgumentException("ttl must be positive");
+            }
+            if (factor < 1) {
+                throw new IllegalArgumentException("factor must be >= 1");
+            }
+        }
+    }
+
+    private final HeartbeatMembership membership;
+    private final HttpServer server;
+    private final long sweepTimer;
+    private final Vertx vertx;
+
+    private ObserverService(Vertx vertx, HeartbeatMembership membership, HttpServer server, long sweepTimer) {
+        this.vertx = vertx;
+        this.membership = membership;
+        this.server = server;
+        this.sweepTimer = sweepTimer;
+    }
+
+    /**
+     * Starts an observer.
+     *
+     * @return the running service once it listens
+     */
+    public static Future<ObserverService> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
+        HeartbeatMembership membership = new HeartbeatMembership(ticker, options.ttl().toNanos(), options.factor(),
+                options.maxMembers());
+        Gauge.builder("levee_observer_limiters", () -> membership.view().limiters().size())
+                .description("active limiters").register(registry);
+        return Http.listen(vertx, options.listen(), req -> handle(req, membership, registry)).map(server -> {
+            long every = Math.max(100, options.ttl().toMillis() / 4);
+            long timer = vertx.setPeriodic(every, id -> membership.view());
+            LOG.info("observer listening on {} ttl={}ms factor={}", server.actualPort(), options.ttl().toMillis(),
+                    options.factor());
+            return new ObserverService(vertx, membership, server, timer);
+        });
+    }
+
+    private record Heartbeat(String id, String address) {
+    }
+
+    private static void handle(HttpServerRequest req, HeartbeatMembership membership, MeterRegistry registry) {
+        String path = req.path();
+        try {
+            if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET) {
+                Http.json(req.response(), 200, membership.view());
+            } else if (path.equals("/v1/heartbeat") && req.method() == HttpMethod.POST) {
+                Http.withBody(req, body -> {
+                    try {
+                        Heartbeat hb = Json.parse(body, Heartbeat.class);
+                        membership.heartbeat(hb.id(), hb.address());
+                        req.response().setStatusCode(204).end();
+                    } catch (IllegalArgumentException e) {
+                        Http.error(req.response(), 400, e.getMessage());
+                    }
+                });
+            } else if (path.startsWith("/v1/limiters/") && req.method() == HttpMethod.DELETE) {
+                String id = path.substring("/v1/limiters/".length());
+                if (membership.leave(id)) {
+                    LOG.info("limiter left id={}", dev.levee.runtime.LogText.escape(id));
+                    req.response().setStatusCode(204).end();
+                } else {
+                    Http.error(req.response(), 404, "no such limiter");
+                }
+            } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
+                Http.json(req.response(), 200, Map.of("status", "ready"));
+            } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
+                Http.metrics(req, registry);
+            } else {
+                Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + path);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("observer request failed", e);
+            Http.error(req.response(), 500, "internal error");
+        }
+    }
+
+    /** Returns the membership, for the embedding process. */
+    public HeartbeatMembership membership() {
+        return membership;
+    }
+
+    /** Returns the bound port. */
+    public int port() {
+        return server.actualPort();
+    }
+
+    /** Stops listening. */
+    public Future<Void> stop() {
+        vertx.cancelTimer(sweepTimer);
+        return server.close();
+    }
+
+    @Override
+    public void close() {
+        stop();
+    }
+}

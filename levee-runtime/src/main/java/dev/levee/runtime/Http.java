@@ -1,0 +1,102 @@
+package dev.levee.runtime;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import java.util.Map;
+
+/** Small helpers shared by Levee's HTTP endpoints (Vert.x core, no router). */
+public final class Http {
+
+    /** Largest JSON request body accepted by Levee's APIs: 16 KiB. */
+    public static final int MAX_JSON_BODY = 16 * 1024;
+
+    private Http() {
+    }
+
+    /**
+     * Starts an HTTP/1.1 server.
+     *
+     * @param vertx   the Vert.x instance
+     * @param listen  address to bind (port 0 picks a free port)
+     * @param handler request handler
+     * @return the listening server
+     */
+    public static Future<HttpServer> listen(Vertx vertx, HostPort listen, Handler<HttpServerRequest> handler) {
+        HttpServerOptions options = new HttpServerOptions()
+                .setHost(listen.host())
+                .setPort(listen.port())
+                .setIdleTimeout(60)
+                .setMaxInitialLineLength(16 * 1024)
+                .setMaxHeaderSize(32 * 1024)
+                .setTcpNoDelay(true)
+                .setReuseAddress(true);
+        return vertx.createHttpServer(options).requestHandler(handler).listen();
+    }
+
+    /** Writes {@code body} as JSON with {@code status}. */
+    public static void json(HttpServerResponse resp, int status, Object body) {
+        if (resp.ended() || resp.closed()) {
+            return;
+        }
+        resp.setStatusCode(status).putHeader("Content-Type", "application/json").end(Buffer.buffer(Json.write(body)));
+    }
+
+    /** Writes {@code {"error": message}} with {@code status}. */
+    public static void error(HttpServerResponse resp, int status, String message) {
+        json(resp, status, Map.of("error", message));
+    }
+
+    /**
+     * Reads a JSON body of at most {@link #MAX_JSON_BODY} bytes and hands the bytes on; replies 413
+     * when it is larger and 400 when it is unreadable.
+     */
+    public static void withBody(HttpServerRequest req, Handler<byte[]> then) {
+        String cl = req.getHeader("Content-Length");
+        if (cl != null) {
+            try {
+                if (Long.parseLong(cl.trim()) > MAX_JSON_BODY) {
+                    error(req.response().putHeader("Connection", "close"), 413, "body larger than " + MAX_JSON_BODY + " bytes");
+                    return;
+                }
+            } catch (NumberFormatException e) {
+                error(req.response(), 400, "malformed Content-Length");
+                return;
+            }
+        }
+        Buffer acc = Buffer.buffer();
+        boolean[] tooLarge = {false};
+        req.handler(chunk -> {
+            if (tooLarge[0]) {
+                return;
+            }
+            if (acc.length() + chunk.length() > MAX_JSON_BODY) {
+                tooLarge[0] = true;
+                error(req.response().putHeader("Connection", "close"), 413, "body larger than " + MAX_JSON_BODY + " bytes");
+                return;
+            }
+            acc.appendBuffer(chunk);
+        });
+        req.exceptionHandler(e -> {
+            if (!req.response().ended()) {
+                error(req.response(), 400, "unreadable body");
+            }
+        });
+        req.endHandler(v -> {
+            if (!tooLarge[0]) {
+                then.handle(acc.getBytes());
+            }
+        });
+    }
+
+    /** Serves {@code GET /metrics} in the Prometheus text format. */
+    public static void metrics(HttpServerRequest req, MeterRegistry registry) {
+        req.response().putHeader("Content-Type", "text/plain; version=0.0.4; charset=utf-8").end(Metrics.scrape(registry));
+    }
+}

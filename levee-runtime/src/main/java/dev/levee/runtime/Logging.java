@@ -1,0 +1,91 @@
+package dev.levee.runtime;
+
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.core.LoggerContext;
+import org.apache.logging.log4j.core.config.Configurator;
+import org.apache.logging.log4j.core.config.builder.api.AppenderComponentBuilder;
+import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilder;
+import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilderFactory;
+import org.apache.logging.log4j.core.config.builder.api.LayoutComponentBuilder;
+import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
+
+/**
+ * Configures SLF4J's backend (Log4j 2) to write RFC 5424 syslog messages to one {@link LogTarget}
+ * through an asynchronous appender that never blocks the caller (SPEC.md §2).
+ *
+ * <p>The queue holds {@value #QUEUE_SIZE} events; when it is full, events are dropped (Log4j's
+ * {@code blocking=false}) rather than stalling a Vert.x event loop. Formatting is Log4j's
+ * {@code Rfc5424Layout}; transport is Log4j's syslog/file appenders.
+ */
+public final class Logging {
+
+    /** Events the async queue holds before it drops: 16 384. */
+    public static final int QUEUE_SIZE = 16_384;
+
+    private Logging() {
+    }
+
+    /**
+     * Replaces the logging configuration of this JVM.
+     *
+     * @param target  where lines go
+     * @param appName the RFC 5424 APP-NAME, for example {@code levee-limiter}
+     * @param level   the root level, for example {@code INFO}
+     */
+    public static synchronized void configure(LogTarget target, String appName, String level) {
+        System.setProperty("vertx.logger-delegate-factory-class-name", "io.vertx.core.logging.SLF4JLogDelegateFactory");
+        ConfigurationBuilder<BuiltConfiguration> b = ConfigurationBuilderFactory.newConfigurationBuilder();
+        b.setConfigurationName("levee");
+        b.setStatusLevel(Level.ERROR);
+        LayoutComponentBuilder rfc5424 = b.newLayout("Rfc5424Layout")
+                .addAttribute("appName", appName)
+                .addAttribute("facility", "LOCAL0")
+                .addAttribute("id", "levee")
+                .addAttribute("includeMDC", false)
+                .addAttribute("newLine", true)
+                .addAttribute("escapeNL", "\\n");
+        AppenderComponentBuilder out = switch (target.kind()) {
+            case "file" -> b.newAppender("out", "File")
+                    .addAttribute("fileName", target.file().toString())
+                    .addAttribute("append", true)
+                    .addAttribute("immediateFlush", true)
+                    .add(rfc5424);
+            case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR").add(rfc5424);
+            default -> b.newAppender("out", "Syslog")
+                    .addAttribute("host", target.host())
+                    .addAttribute("port", target.port())
+                    .addAttribute("protocol", target.kind().toUpperCase(java.util.Locale.ROOT))
+                    .addAttribute("format", "RFC5424")
+                    .addAttribute("appName", appName)
+                    .addAttribute("facility", "LOCAL0")
+                    .addAttribute("id", "levee")
+                    .addAttribute("includeMDC", false)
+                    .addAttribute("newLine", target.kind().equals("tcp"))
+                    .addAttribute("reconnectionDelayMillis", 1000)
+                    .addAttribute("immediateFail", true)
+                    .addAttribute("ignoreExceptions", true);
+        };
+        b.add(out);
+        b.add(b.newAppender("async", "Async")
+                .addAttribute("blocking", false)
+                .addAttribute("bufferSize", QUEUE_SIZE)
+                .addComponent(b.newAppenderRef("out")));
+        b.add(b.newRootLogger(Level.toLevel(level, Level.INFO)).add(b.newAppenderRef("async")));
+        // chatty third-party loggers stay at WARN
+        for (String noisy : new String[] {"org.eclipse.jetty", "org.jclouds", "org.gaul", "io.netty", "io.vertx",
+                "software.amazon", "org.apache.http", "io.grpc", "io.etcd"}) {
+            b.add(b.newLogger(noisy, Level.WARN).addAttribute("additivity", true));
+        }
+        LoggerContext ctx = Configurator.initialize(b.build());
+        if (ctx != null) {
+            ctx.setConfiguration(b.build());
+            ctx.updateLoggers();
+        }
+    }
+
+    /** Flushes and stops logging; call last on shutdown. */
+    public static void shutdown() {
+        LoggerContext ctx = (LoggerContext) org.apache.logging.log4j.LogManager.getContext(false);
+        Configurator.shutdown(ctx);
+    }
+}
