@@ -96,7 +96,12 @@ public final class LeveeClient implements AutoCloseable {
     private final MeterRegistry registry;
     private final Map<String, Long> backedOffUntil = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
-    private final AtomicLong roundRobin = new AtomicLong();
+    /**
+     * Round-robin position per (resource, operation), so that each stream of requests is spread evenly
+     * over the group's members (bounded: Caffeine, 100 000 entries).
+     */
+    private final com.github.benmanes.caffeine.cache.Cache<String, AtomicLong> roundRobin =
+            com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
     private volatile View view = new View(0, 1, List.of());
     private volatile boolean observerReachable;
     private long refreshTimer = -1;
@@ -207,7 +212,7 @@ public final class LeveeClient implements AutoCloseable {
                     "no active limiter"));
         }
         // round-robin start, then members not in back-off first, members in back-off last
-        int start = (int) Math.floorMod(roundRobin.getAndIncrement(), (long) g);
+        int start = (int) Math.floorMod(roundRobin.get(c.resource() + '\u0000' + c.operation().name(), r -> new AtomicLong()).getAndIncrement(), (long) g);
         Member[] order = new Member[g];
         int n = 0;
         long now = ticker.read();

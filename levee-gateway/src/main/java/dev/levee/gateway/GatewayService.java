@@ -122,7 +122,8 @@ public final class GatewayService implements AutoCloseable {
                 .setTcpNoDelay(true).setReuseAddress(true)
                 .setIdleTimeout(120)
                 .setMaxInitialLineLength(16 * 1024).setMaxHeaderSize(64 * 1024)
-                .setHandle100ContinueAutomatically(false);
+                .setHandle100ContinueAutomatically(false)
+                .setHttp2ClearTextEnabled(false);
         return vertx.createHttpServer(s3Options).requestHandler(g::proxy).listen()
                 .compose(s -> {
                     g.s3Server = s;

@@ -36,7 +36,8 @@ public final class Http {
                 .setMaxInitialLineLength(16 * 1024)
                 .setMaxHeaderSize(32 * 1024)
                 .setTcpNoDelay(true)
-                .setReuseAddress(true);
+                .setReuseAddress(true)
+                .setHttp2ClearTextEnabled(false); // HTTP/1.1 only: NGINX and the client speak it, h2c adds nothing
         return vertx.createHttpServer(options).requestHandler(handler).listen();
     }
 

@@ -33,6 +33,9 @@ public final class Json {
      * @throws IllegalArgumentException with a one-line message naming the field at fault
      */
     public static <T> T parse(byte[] bytes, Class<T> type) {
+        if (bytes.length == 0 || new String(bytes, java.nio.charset.StandardCharsets.UTF_8).isBlank()) {
+            throw new IllegalArgumentException("malformed JSON: the body is empty, expected a JSON object");
+        }
         try {
             T value = MAPPER.readValue(bytes, type);
             if (value == null) {

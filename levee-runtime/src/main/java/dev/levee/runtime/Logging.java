@@ -42,8 +42,9 @@ public final class Logging {
                 .addAttribute("facility", "LOCAL0")
                 .addAttribute("id", "levee")
                 .addAttribute("includeMDC", false)
-                .addAttribute("newLine", true)
-                .addAttribute("escapeNL", "\\n");
+                .addAttribute("includeNL", true)
+                .addAttribute("escapeNL", "\\n")
+                .addAttribute("exceptionPattern", "%ex{8}");
         AppenderComponentBuilder out = switch (target.kind()) {
             case "file" -> b.newAppender("out", "File")
                     .addAttribute("fileName", target.file().toString())

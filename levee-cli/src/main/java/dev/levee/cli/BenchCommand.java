@@ -1,0 +1,210 @@
+package dev.levee.cli;
+
+import dev.levee.limiter.LimiterService;
+import dev.levee.quota.QuotaConfig;
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.LogTarget;
+import dev.levee.runtime.Logging;
+import dev.levee.runtime.Metrics;
+import dev.levee.runtime.SystemTicker;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.HdrHistogram.Recorder;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code levee bench}: load runs on loopback that print figures. */
+@Command(name = "bench", mixinStandardHelpOptions = true, description = "Load benchmarks on loopback.",
+        subcommands = BenchCommand.Limiter.class)
+final class BenchCommand {
+
+    /**
+     * Drives one limiter over HTTP/1.1 keep-alive on loopback: first closed-loop at full speed
+     * (checks/s), then open-loop at a fraction of that rate (latency p50/p99/p99.9, HdrHistogram).
+     */
+    @Command(name = "limiter", mixinStandardHelpOptions = true,
+            description = "Checks/s and latency of one limiter over HTTP on loopback (load generator in the same JVM"
+                    + " on its own event loops, or against --target).")
+    static final class Limiter implements Callable<Integer> {
+
+        @Option(names = "--duration", converter = Converters.DurationConverter.class, defaultValue = "10s",
+                description = "length of each phase (default: ${DEFAULT-VALUE})")
+        Duration duration;
+
+        @Option(names = "--warmup", converter = Converters.DurationConverter.class, defaultValue = "5s",
+                description = "warm-up before measuring (default: ${DEFAULT-VALUE})")
+        Duration warmup;
+
+        @Option(names = "--connections", defaultValue = "32", description = "keep-alive connections (default: ${DEFAULT-VALUE})")
+        int connections;
+
+        @Option(names = "--pipeline", defaultValue = "4",
+                description = "requests outstanding per connection in the throughput phase (default: ${DEFAULT-VALUE})")
+        int outstanding;
+
+        @Option(names = "--keys", defaultValue = "10000", description = "distinct object keys (wildcard quota: one counter each)")
+        int keys;
+
+        @Option(names = "--latency-fraction", defaultValue = "0.5",
+                description = "rate of the latency phase as a fraction of the measured throughput (default: ${DEFAULT-VALUE})")
+        double fraction;
+
+        @Option(names = "--target", converter = Converters.HostPortConverter.class,
+                description = "an already running limiter to drive (default: start one in this JVM)")
+        HostPort target;
+
+        @Option(names = "--log-target", converter = Converters.LogTargetConverter.class, defaultValue = "file:levee-logs/bench.log",
+                description = "where the limiter's decision log goes (default: ${DEFAULT-VALUE})")
+        LogTarget logTarget;
+
+        @Override
+        public Integer call() throws Exception {
+            if (connections < 1 || outstanding < 1 || keys < 1 || !(fraction > 0 && fraction <= 1)) {
+                throw new IllegalArgumentException("--connections, --pipeline, --keys must be >= 1 and --latency-fraction in (0,1]");
+            }
+            if (logTarget.file() != null && logTarget.file().getParent() != null) {
+                java.nio.file.Files.createDirectories(logTarget.file().getParent());
+            }
+            Logging.configure(logTarget, "levee-bench", "INFO");
+            QuotaConfig cfg = dev.levee.config.QuotaConfigLoader.parse("""
+                    factor: 1
+                    default: {rate: 1000000, burst: 1000}
+                    resources:
+                      bench:
+                        prefixes:
+                          - prefix: "k/*"
+                            quota: {rate: 1000, burst: 100}
+                    """, "bench quotas");
+            Vertx server = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1));
+            Vertx load = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1));
+            LimiterService limiter = null;
+            HostPort addr = target;
+            if (addr == null) {
+                limiter = Daemon.await(LimiterService.start(server, new LimiterService.Options("bench-1",
+                        new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000), () -> cfg,
+                        SystemTicker.INSTANCE, Metrics.newRegistry()), "limiter");
+                addr = limiter.address();
+            }
+            HttpClientAgent http = load.createHttpClient(new HttpClientOptions().setKeepAlive(true).setTcpNoDelay(true)
+                    .setPipelining(false), new PoolOptions().setHttp1MaxSize(connections).setMaxWaitQueueSize(-1));
+            System.out.printf(Locale.ROOT, "levee bench limiter: target %s, %d connections, %d keys, 2-core loopback%n",
+                    addr, connections, keys);
+            HostPort a = addr;
+            Phase warm = closedLoop(http, a, connections * outstanding, warmup);
+            System.out.printf(Locale.ROOT, "warm-up     %,10.0f checks/s%n", warm.rate());
+            Phase full = closedLoop(http, a, connections * outstanding, duration);
+            System.out.printf(Locale.ROOT, "throughput  %,10.0f checks/s  (closed loop, %d outstanding)  p50 %.3f ms  p99 %.3f ms  errors %d%n",
+                    full.rate(), connections * outstanding, full.p50Ms(), full.p99Ms(), full.errors());
+            double rate = full.rate() * fraction;
+            Phase open = openLoop(load, http, a, rate, duration);
+            System.out.printf(Locale.ROOT, "latency     %,10.0f checks/s offered (%.0f%% of max), %,.0f done  p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  errors %d%n",
+                    rate, fraction * 100, open.rate(), open.p50Ms(), open.p99Ms(), open.p999Ms(), open.maxMs(), open.errors());
+            http.close();
+            if (limiter != null) {
+                Daemon.await(limiter.stop(), "stop");
+            }
+            Daemon.await(load.close(), "close");
+            Daemon.await(server.close(), "close");
+            Logging.shutdown();
+            return 0;
+        }
+
+        record Phase(double rate, double p50Ms, double p99Ms, double p999Ms, double maxMs, long errors) {
+        }
+
+        private Future<Integer> one(HttpClientAgent http, HostPort a, long seq) {
+            String body = "{\"resource\":\"bench\",\"key\":\"k/" + (seq % keys) + "\",\"operation\":\"GetObject\",\"g\":1}";
+            return http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(a.host()).setPort(a.port())
+                            .setURI("/v1/check").putHeader("Content-Type", "application/json"))
+                    .compose(r -> r.send(Buffer.buffer(body)))
+                    .compose(resp -> resp.body().map(b -> resp.statusCode()));
+        }
+
+        private Phase closedLoop(HttpClientAgent http, HostPort a, int concurrency, Duration d) throws InterruptedException {
+            Recorder rec = new Recorder(3);
+            AtomicLong done = new AtomicLong();
+            AtomicLong errors = new AtomicLong();
+            AtomicLong seq = new AtomicLong();
+            long start = System.nanoTime();
+            long end = start + d.toNanos();
+            CountDownLatch finished = new CountDownLatch(concurrency);
+            for (int i = 0; i < concurrency; i++) {
+                loop(http, a, rec, done, errors, seq, end, finished);
+            }
+            finished.await(d.toSeconds() + 30, TimeUnit.SECONDS);
+            double secs = (System.nanoTime() - start) / 1e9;
+            var h = rec.getIntervalHistogram();
+            return new Phase(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
+                    h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get());
+        }
+
+        private void loop(HttpClientAgent http, HostPort a, Recorder rec, AtomicLong done, AtomicLong errors,
+                          AtomicLong seq, long end, CountDownLatch finished) {
+            long t0 = System.nanoTime();
+            if (t0 - end >= 0) {
+                finished.countDown();
+                return;
+            }
+            one(http, a, seq.getAndIncrement()).onComplete(ar -> {
+                rec.recordValue(Math.max(1, System.nanoTime() - t0));
+                if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) {
+                    done.incrementAndGet();
+                } else {
+                    errors.incrementAndGet();
+                }
+                loop(http, a, rec, done, errors, seq, end, finished);
+            });
+        }
+
+        private Phase openLoop(Vertx load, HttpClientAgent http, HostPort a, double rate, Duration d)
+                throws InterruptedException {
+            Recorder rec = new Recorder(3);
+            AtomicLong done = new AtomicLong();
+            AtomicLong errors = new AtomicLong();
+            AtomicLong issued = new AtomicLong();
+            long start = System.nanoTime();
+            long total = (long) (rate * d.toNanos() / 1e9);
+            CountDownLatch finished = new CountDownLatch(1);
+            // a 1 ms tick issues every request whose scheduled time has come; latency is measured from the
+            // scheduled time, so queueing in the generator counts (no coordinated omission)
+            long timer = load.setPeriodic(1, id -> {
+                long now = System.nanoTime();
+                long due = Math.min(total, (long) ((now - start) / 1e9 * rate));
+                while (issued.get() < due) {
+                    long n = issued.getAndIncrement();
+                    long scheduled = start + (long) (n / rate * 1e9);
+                    one(http, a, n).onComplete(ar -> {
+                        rec.recordValue(Math.max(1, System.nanoTime() - scheduled));
+                        if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) {
+                            done.incrementAndGet();
+                        } else {
+                            errors.incrementAndGet();
+                        }
+                        if (done.get() + errors.get() == total) {
+                            finished.countDown();
+                        }
+                    });
+                }
+            });
+            finished.await(d.toSeconds() + 30, TimeUnit.SECONDS);
+            load.cancelTimer(timer);
+            double secs = (System.nanoTime() - start) / 1e9;
+            var h = rec.getIntervalHistogram();
+            return new Phase(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
+                    h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get());
+        }
+    }
+}

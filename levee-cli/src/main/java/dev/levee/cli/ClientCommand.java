@@ -1,0 +1,60 @@
+package dev.levee.cli;
+
+import dev.levee.client.ClientService;
+import dev.levee.client.LeveeClient;
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.Metrics;
+import dev.levee.runtime.SystemTicker;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Vertx;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code levee client}: the client-proxy NGINX calls. */
+@Command(name = "client", mixinStandardHelpOptions = true,
+        description = "Run levee-client: classifies S3 requests, picks the limiter group with HRW, asks it.")
+final class ClientCommand implements Callable<Integer> {
+
+    @Mixin
+    CommonOptions common = new CommonOptions();
+
+    @Option(names = "--listen", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7200",
+            description = "address to bind (default: ${DEFAULT-VALUE})")
+    HostPort listen;
+
+    @Option(names = "--observer", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7000",
+            description = "observer to poll (default: ${DEFAULT-VALUE})")
+    HostPort observer;
+
+    @Option(names = "--refresh", converter = Converters.DurationConverter.class, defaultValue = "1s",
+            description = "limiter list refresh interval (default: ${DEFAULT-VALUE})")
+    Duration refresh;
+
+    @Option(names = "--check-timeout", converter = Converters.DurationConverter.class, defaultValue = "250ms",
+            description = "time one limiter may take (default: ${DEFAULT-VALUE})")
+    Duration checkTimeout;
+
+    @Option(names = "--backoff", converter = Converters.DurationConverter.class, defaultValue = "2s",
+            description = "how long a failed limiter is skipped (default: ${DEFAULT-VALUE})")
+    Duration backoff;
+
+    @Option(names = "--base-domain", split = ",", description = "base domains for virtual-hosted style requests")
+    List<String> baseDomains = List.of();
+
+    @Override
+    public Integer call() {
+        LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains);
+        common.apply("levee-client");
+        Vertx vertx = Vertx.vertx();
+        MeterRegistry registry = Metrics.newRegistry();
+        LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry), "client");
+        ClientService s = Daemon.await(ClientService.start(vertx, listen, c, registry),
+                "client could not start on " + listen);
+        System.err.println("levee client listening on " + listen.host() + ":" + s.port());
+        return Daemon.runUntilStopped(vertx, "client", () -> s.stop().compose(v -> c.stop()));
+    }
+}

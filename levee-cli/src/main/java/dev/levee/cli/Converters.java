@@ -1,0 +1,76 @@
+package dev.levee.cli;
+
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.LogTarget;
+import java.time.Duration;
+import java.util.Locale;
+import picocli.CommandLine;
+
+/** Parses command-line values, with messages that name the expected form. */
+final class Converters {
+
+    private Converters() {
+    }
+
+    /** {@code HOST:PORT}. */
+    static final class HostPortConverter implements CommandLine.ITypeConverter<HostPort> {
+        @Override
+        public HostPort convert(String value) {
+            try {
+                return HostPort.parse(value, "address");
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
+    /** {@code 250ms}, {@code 2s}, {@code 1m}, {@code 1h}, or ISO-8601 {@code PT2S}. */
+    static final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            return parseDuration(value);
+        }
+    }
+
+    /** See {@link LogTarget#parse}. */
+    static final class LogTargetConverter implements CommandLine.ITypeConverter<LogTarget> {
+        @Override
+        public LogTarget convert(String value) {
+            try {
+                return LogTarget.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
+    static Duration parseDuration(String value) {
+        String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
+        try {
+            Duration d;
+            if (v.startsWith("pt")) {
+                d = Duration.parse(v.toUpperCase(Locale.ROOT));
+            } else if (v.endsWith("ms")) {
+                d = Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+            } else if (v.endsWith("s")) {
+                d = Duration.ofMillis(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 1000));
+            } else if (v.endsWith("m")) {
+                d = Duration.ofSeconds(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 60));
+            } else if (v.endsWith("h")) {
+                d = Duration.ofSeconds(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 3600));
+            } else {
+                throw new NumberFormatException();
+            }
+            if (d.isNegative() || d.isZero()) {
+                throw new CommandLine.TypeConversionException("duration '" + value + "' must be positive");
+            }
+            return d;
+        } catch (RuntimeException e) {
+            if (e instanceof CommandLine.TypeConversionException t) {
+                throw t;
+            }
+            throw new CommandLine.TypeConversionException("'" + value
+                    + "' is not a duration (examples: 250ms, 2s, 1.5m, 1h, PT2S)");
+        }
+    }
+}

@@ -1,0 +1,447 @@
+package dev.levee.cli;
+
+import dev.levee.cli.stack.EmbeddedS3;
+import dev.levee.cli.stack.LocalStack;
+import dev.levee.core.S3Operation;
+import dev.levee.quota.PrefixRule;
+import dev.levee.quota.Quota;
+import dev.levee.quota.QuotaConfig;
+import dev.levee.quota.QuotaLevel;
+import dev.levee.quota.ResolvedQuota;
+import dev.levee.quota.ResourceQuotas;
+import dev.levee.runtime.LogTarget;
+import dev.levee.runtime.Logging;
+import dev.levee.runtime.Metrics;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+
+/**
+ * {@code levee demo}: a whole local stack in one process driven by real S3 traffic (SPEC.md §9).
+ *
+ * <p>Starts an in-process S3 backend (S3Proxy, transient storage), an observer, {@code --limiters}
+ * limiters, the client and the gateway on free loopback ports. From the quota configuration it
+ * derives one traffic stream per quota entry (it checks with the resolver which quota each stream
+ * really hits), drives each at {@code --load-factor} × its rate with the AWS SDK v2 for
+ * {@code --duration}, prints each second per quota the requests offered, accepted and refused with
+ * SlowDown, and at the end the admitted rate against the configured one.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = "Run a whole local Levee stack with real S3 traffic above the quotas and print what was"
+                + " admitted and refused, second by second.")
+final class DemoCommand implements Callable<Integer> {
+
+    @Option(names = "--duration", converter = Converters.DurationConverter.class, defaultValue = "20s",
+            description = "how long to drive traffic (default: ${DEFAULT-VALUE})")
+    Duration duration;
+
+    @Option(names = "--quotas", description = "quota file, single-file form (default: embedded default quotas)")
+    Path quotas;
+
+    @Option(names = "--warmup", converter = Converters.DurationConverter.class, defaultValue = "4s",
+            description = "traffic on a separate bucket before measuring, so the JIT has compiled the paths"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration warmup;
+
+    @Option(names = "--load-factor", defaultValue = "2.0",
+            description = "offered rate as a multiple of each quota's rate (default: ${DEFAULT-VALUE})")
+    double loadFactor;
+
+    @Option(names = "--limiters", defaultValue = "4", description = "number of limiters (default: ${DEFAULT-VALUE})")
+    int limiterCount;
+
+    @Option(names = "--max-rate", defaultValue = "400",
+            description = "cap on the total offered rate, req/s; streams are scaled down to fit (default: ${DEFAULT-VALUE})")
+    double maxRate;
+
+    @Option(names = "--log-target", converter = Converters.LogTargetConverter.class,
+            defaultValue = "file:levee-logs/demo.log",
+            description = "where the components' RFC 5424 logs go (default: ${DEFAULT-VALUE})")
+    LogTarget logTarget;
+
+    /** One stream of S3 requests aimed at one quota entry. */
+    record Stream(String label, String bucket, List<String> keys, S3Operation op, Quota quota, int counters,
+                  double offered) {
+        double configured() {
+            return quota.rate() * counters;
+        }
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (!(loadFactor > 0) || loadFactor > 100) {
+            throw new IllegalArgumentException("--load-factor must be in (0, 100], got " + loadFactor);
+        }
+        if (limiterCount < 1 || limiterCount > 32) {
+            throw new IllegalArgumentException("--limiters must be 1-32, got " + limiterCount);
+        }
+        if (!(maxRate > 0)) {
+            throw new IllegalArgumentException("--max-rate must be positive");
+        }
+        QuotaConfig cfg = Quotas.load(quotas);
+        if (logTarget.file() != null && logTarget.file().getParent() != null) {
+            Files.createDirectories(logTarget.file().getParent());
+        }
+        Logging.configure(logTarget, "levee-demo", "INFO");
+        PrintStream out = System.out;
+        List<Stream> streams = deriveStreams(cfg, loadFactor);
+        if (streams.isEmpty()) {
+            throw new IllegalArgumentException("the quota configuration gives no stream the demo can drive");
+        }
+        double total = streams.stream().mapToDouble(Stream::offered).sum();
+        if (total > maxRate) {
+            double scale = maxRate / total;
+            List<Stream> scaled = new ArrayList<>();
+            for (Stream s : streams) {
+                scaled.add(new Stream(s.label, s.bucket, s.keys, s.op, s.quota, s.counters, s.offered * scale));
+            }
+            streams = scaled;
+            out.printf(Locale.ROOT, "note: offered load scaled by %.2f to stay under --max-rate %.0f req/s%n", scale,
+                    maxRate);
+        }
+        out.println("levee demo: starting S3 backend, observer, " + limiterCount + " limiters (factor "
+                + cfg.factor() + "), client and gateway on loopback...");
+        try (EmbeddedS3 s3 = EmbeddedS3.start();
+             LocalStack stack = LocalStack.start(s3.port(), () -> cfg, new LocalStack.Settings(limiterCount,
+                     Duration.ofSeconds(2), Duration.ofMillis(500), Duration.ofMillis(500), true,
+                     dev.levee.gateway.GatewayService.OnFailure.ALLOW), Metrics.newRegistry())) {
+            out.printf(Locale.ROOT, "  S3 backend   http://127.0.0.1:%d (S3Proxy, in memory)%n", s3.port());
+            out.printf(Locale.ROOT, "  observer     http://127.0.0.1:%d/v1/limiters%n", stack.observer().port());
+            stack.limiters().forEach(l -> out.printf(Locale.ROOT, "  %-12s http://%s%n", l.id(), l.address()));
+            out.printf(Locale.ROOT, "  gateway      http://127.0.0.1:%d (metrics: http://127.0.0.1:%d/metrics)%n",
+                    stack.gateway().port(), stack.gateway().adminPort());
+            out.println("  logs         " + logTarget + " (RFC 5424; grep a bucket name to see its decisions)");
+            try (S3Client direct = s3Client(URI.create("http://127.0.0.1:" + s3.port()));
+                 S3Client viaGateway = s3Client(URI.create("http://127.0.0.1:" + stack.gateway().port()))) {
+                seed(direct, streams);
+                warmUp(out, direct, viaGateway, warmup);
+                run(out, viaGateway, streams, cfg.factor(), Math.min(cfg.factor(), limiterCount));
+            }
+        }
+        Logging.shutdown();
+        return 0;
+    }
+
+    static S3Client s3Client(URI endpoint) {
+        return S3Client.builder()
+                .endpointOverride(endpoint)
+                .region(Region.US_EAST_1)
+                .forcePathStyle(true)
+                .credentialsProvider(StaticCredentialsProvider.create(
+                        AwsBasicCredentials.create(EmbeddedS3.ACCESS_KEY, EmbeddedS3.SECRET_KEY)))
+                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(256)
+                        .connectionTimeout(Duration.ofSeconds(5)).socketTimeout(Duration.ofSeconds(30)))
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
+                .build();
+    }
+
+    /** Derives one stream per quota entry, keeping those the resolver confirms hit that entry. */
+    static List<Stream> deriveStreams(QuotaConfig cfg, double loadFactor) {
+        List<Stream> out = new ArrayList<>();
+        String other = "levee-demo-other";
+        int n = 0;
+        while (cfg.resources().containsKey(other)) {
+            other = "levee-demo-other-" + (++n);
+        }
+        addIf(out, cfg, "default (" + other + ")", other, List.of("obj-1", "obj-2", "obj-3"), S3Operation.GetObject,
+                QuotaLevel.DEFAULT, loadFactor);
+        for (S3Operation op : cfg.methodsDefault().keySet()) {
+            S3Operation driven = drivable(op);
+            if (driven != null) {
+                addIf(out, cfg, "methods_default." + op + " (" + other + ")", other, List.of("obj-1"), driven,
+                        QuotaLevel.METHODS_DEFAULT, loadFactor);
+            }
+        }
+        int resources = 0;
+        for (Map.Entry<String, ResourceQuotas> e : cfg.resources().entrySet()) {
+            if (++resources > 4) {
+                break;
+            }
+            String bucket = e.getKey();
+            ResourceQuotas rq = e.getValue();
+            for (PrefixRule p : rq.prefixes()) {
+                String lit = p.literal();
+                String shown = "\"" + p.prefix() + "\"";
+                List<String> keys = p.wildcard() ? List.of(lit + "a.bin", lit + "b.bin")
+                        : List.of(lit + (lit.isEmpty() || lit.endsWith("/") ? "" : "/") + "demo-1.bin",
+                                lit + (lit.isEmpty() || lit.endsWith("/") ? "" : "/") + "demo-2.bin");
+                for (S3Operation op : p.methods().keySet()) {
+                    S3Operation driven = drivable(op);
+                    if (driven != null) {
+                        addIf(out, cfg, bucket + " " + shown + " " + op, bucket, keys, driven, QuotaLevel.PREFIX_METHOD,
+                                loadFactor);
+                    }
+                }
+                if (p.quota() != null) {
+                    S3Operation op = p.methods().containsKey(S3Operation.GetObject) ? S3Operation.HeadObject
+                            : S3Operation.GetObject;
+                    addIf(out, cfg, bucket + " " + shown + (p.wildcard() ? " (per object)" : ""), bucket, keys, op,
+                            QuotaLevel.PREFIX, loadFactor);
+                }
+            }
+            if (rq.quota() != null) {
+                addIf(out, cfg, bucket + " (resource)", bucket, List.of("levee-demo-unmatched/x.bin"),
+                        S3Operation.GetObject, QuotaLevel.RESOURCE, loadFactor);
+            }
+        }
+        return out;
+    }
+
+    private static S3Operation drivable(S3Operation op) {
+        return switch (op) {
+            case ListObjects, ListObjectsV2 -> S3Operation.ListObjectsV2;
+            case GetObject, PutObject, HeadObject, DeleteObject -> op;
+            default -> null;
+        };
+    }
+
+    private static void addIf(List<Stream> out, QuotaConfig cfg, String label, String bucket, List<String> keys,
+                              S3Operation op, QuotaLevel level, double loadFactor) {
+        Set<String> limitKeys = new LinkedHashSet<>();
+        Quota quota = null;
+        boolean bucketLevel = op == S3Operation.ListObjectsV2;
+        for (String k : keys) {
+            ResolvedQuota r = cfg.resolve(bucket, bucketLevel ? "" : k, op);
+            if (r.level() != level || (quota != null && !quota.equals(r.quota()))) {
+                return;
+            }
+            quota = r.quota();
+            limitKeys.add(r.limitKey());
+        }
+        if (quota == null || quota.rate() <= 0) {
+            return;
+        }
+        List<String> used = bucketLevel ? List.of("") : keys;
+        out.add(new Stream(label, bucket, used, op, quota, limitKeys.size(), quota.rate() * limitKeys.size() * loadFactor));
+    }
+
+    private static void seed(S3Client direct, List<Stream> streams) {
+        Set<String> buckets = new LinkedHashSet<>();
+        streams.forEach(s -> buckets.add(s.bucket));
+        for (String b : buckets) {
+            try {
+                direct.createBucket(r -> r.bucket(b));
+            } catch (S3Exception e) {
+                if (!"BucketAlreadyOwnedByYou".equals(e.awsErrorDetails().errorCode())) {
+                    throw e;
+                }
+            }
+        }
+        for (Stream s : streams) {
+            for (String k : s.keys) {
+                if (!k.isEmpty()) {
+                    direct.putObject(r -> r.bucket(s.bucket).key(k), RequestBody.fromString("levee demo object " + k));
+                }
+            }
+        }
+    }
+
+    /**
+     * Drives GetObject, PutObject and ListObjectsV2 on a bucket of its own (default quota, its own counter)
+     * so that the measured run does not include JIT warm-up of the SDK, gateway, limiters and backend.
+     */
+    private static void warmUp(PrintStream out, S3Client direct, S3Client s3, Duration d) throws InterruptedException {
+        String bucket = "levee-demo-warmup";
+        direct.createBucket(r -> r.bucket(bucket));
+        direct.putObject(r -> r.bucket(bucket).key("w"), RequestBody.fromString("warm-up"));
+        out.printf(Locale.ROOT, "%nWarming up for %d s on bucket %s (not counted)...%n", d.toSeconds(), bucket);
+        long end = System.nanoTime() + d.toNanos();
+        try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+            Semaphore inFlight = new Semaphore(32);
+            for (long i = 0; System.nanoTime() - end < 0; i++) {
+                long seq = i;
+                if (inFlight.tryAcquire(100, TimeUnit.MILLISECONDS)) {
+                    pool.submit(() -> {
+                        try {
+                            switch ((int) (seq % 3)) {
+                                case 0 -> s3.getObjectAsBytes(r -> r.bucket(bucket).key("w"));
+                                case 1 -> s3.putObject(r -> r.bucket(bucket).key("w" + seq % 7), RequestBody.fromString("w"));
+                                default -> s3.listObjectsV2(r -> r.bucket(bucket).maxKeys(5));
+                            }
+                        } catch (RuntimeException e) {
+                            // SlowDown and the like are expected while warming up
+                        } finally {
+                            inFlight.release();
+                        }
+                    });
+                }
+                TimeUnit.MILLISECONDS.sleep(8); // pacing of the warm-up load, not synchronisation
+            }
+        }
+        TimeUnit.MILLISECONDS.sleep(1200); // let every bucket of the warm-up's own counter drain: not synchronisation
+    }
+
+    private static final int OFFERED = 0;
+    private static final int ACCEPTED = 1;
+    private static final int SLOWDOWN = 2;
+    private static final int ERRORS = 3;
+
+    private void run(PrintStream out, S3Client s3, List<Stream> streams, int factor, int g) throws InterruptedException {
+        int seconds = (int) Math.max(1, Math.ceil(duration.toMillis() / 1000.0));
+        int m = streams.size();
+        AtomicLongArray counts = new AtomicLongArray((seconds + 2) * m * 4);
+        AtomicLongArray totals = new AtomicLongArray(m * 4);
+        Semaphore inFlight = new Semaphore(512);
+        String[] lastError = new String[1];
+        out.println();
+        out.printf(Locale.ROOT, "Driving %d streams for %d s at %.1fx their quotas (g = %d limiters per group)%n", m,
+                seconds, loadFactor, g);
+        for (int i = 0; i < m; i++) {
+            Stream s = streams.get(i);
+            out.printf(Locale.ROOT, "  [%d] %-44s %-14s quota %6.1f req/s x %d counter(s), burst %d; offered %6.1f req/s%n",
+                    i + 1, s.label, s.op, s.quota.rate(), s.counters, s.quota.burst(), s.offered);
+        }
+        out.println();
+        StringBuilder header = new StringBuilder("  sec ");
+        for (int i = 0; i < m; i++) {
+            header.append(String.format(Locale.ROOT, "| [%d] off  ok slow ", i + 1));
+        }
+        out.println(header);
+        long start = System.nanoTime();
+        long end = start + duration.toNanos();
+        try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+            // one pacing thread: issues every stream's requests at its exact offered rate (open loop)
+            double[] next = new double[m];
+            long[] issued = new long[m];
+            int printed = 0;
+            while (true) {
+                long now = System.nanoTime();
+                if (now - end >= 0) {
+                    break;
+                }
+                double elapsed = (now - start) / 1e9;
+                for (int i = 0; i < m; i++) {
+                    Stream s = streams.get(i);
+                    while (next[i] <= elapsed) {
+                        int sec = (int) next[i];
+                        long seq = issued[i]++;
+                        next[i] = issued[i] / s.offered;
+                        if (!inFlight.tryAcquire()) {
+                            record(counts, totals, m, sec, i, ERRORS);
+                            continue;
+                        }
+                        final int idx = i;
+                        record(counts, totals, m, sec, i, OFFERED);
+                        pool.submit(() -> {
+                            try {
+                                int r = send(s3, s, seq, lastError);
+                                record(counts, totals, m, sec, idx, r);
+                            } finally {
+                                inFlight.release();
+                            }
+                        });
+                    }
+                }
+                int completeSeconds = (int) ((now - start) / 1_000_000_000L) - 1; // print a second once it is over
+                while (printed <= completeSeconds && printed < seconds) {
+                    printRow(out, counts, m, printed++);
+                }
+                long sleepNs = 2_000_000L;
+                TimeUnit.NANOSECONDS.sleep(sleepNs); // pacing tick of the load generator, not synchronisation
+            }
+            pool.shutdown();
+            if (!pool.awaitTermination(35, TimeUnit.SECONDS)) {
+                out.println("  (some requests were still in flight after 35 s)");
+            }
+            while (printed < seconds) {
+                printRow(out, counts, m, printed++);
+            }
+        }
+        double secs = duration.toNanos() / 1e9;
+        out.println();
+        out.println("Summary: admitted rate vs configured rate (bound: rate x t + g x burst + g per counter)");
+        out.printf(Locale.ROOT, "  %-50s %8s %8s %8s %9s %9s %7s %6s%n", "quota", "offered", "accepted", "SlowDown",
+                "admit/s", "config/s", "ratio", "bound");
+        boolean allWithin = true;
+        for (int i = 0; i < m; i++) {
+            Stream s = streams.get(i);
+            long acc = totals.get(i * 4 + ACCEPTED);
+            double bound = s.configured() * secs + s.counters * (g * (double) Math.max(1, s.quota.burst()) + g);
+            boolean within = acc <= bound;
+            allWithin &= within;
+            out.printf(Locale.ROOT, "  %-50s %8d %8d %8d %9.1f %9.1f %6.0f%% %6s%n", "[" + (i + 1) + "] " + s.label,
+                    totals.get(i * 4 + OFFERED), acc, totals.get(i * 4 + SLOWDOWN), acc / secs, s.configured(),
+                    100.0 * acc / secs / s.configured(), within ? "ok" : "OVER");
+        }
+        long errors = 0;
+        for (int i = 0; i < m; i++) {
+            errors += totals.get(i * 4 + ERRORS);
+        }
+        out.println();
+        out.println(errors == 0 ? "No request failed with anything but SlowDown."
+                : errors + " request(s) failed otherwise" + (lastError[0] == null ? "" : "; last: " + lastError[0]));
+        out.println(allWithin ? "Every quota held its bound." : "Some quota exceeded its bound: see above.");
+    }
+
+    private static int send(S3Client s3, Stream s, long seq, String[] lastError) {
+        String key = s.keys.get((int) (seq % s.keys.size()));
+        try {
+            switch (s.op) {
+                case GetObject -> s3.getObjectAsBytes(r -> r.bucket(s.bucket).key(key));
+                case HeadObject -> s3.headObject(r -> r.bucket(s.bucket).key(key));
+                case PutObject -> s3.putObject(r -> r.bucket(s.bucket).key(key),
+                        RequestBody.fromString("levee demo payload " + seq, StandardCharsets.UTF_8));
+                case DeleteObject -> s3.deleteObject(r -> r.bucket(s.bucket).key(key + ".tmp"));
+                case ListObjectsV2 -> s3.listObjectsV2(r -> r.bucket(s.bucket).maxKeys(10));
+                default -> throw new IllegalStateException("not drivable: " + s.op);
+            }
+            return ACCEPTED;
+        } catch (S3Exception e) {
+            if (e.statusCode() == 503 && (e.awsErrorDetails() == null || e.awsErrorDetails().errorCode() == null
+                    || "SlowDown".equals(e.awsErrorDetails().errorCode()))) {
+                return SLOWDOWN;
+            }
+            if (e.statusCode() == 404) {
+                return ACCEPTED; // passed the limiter; the object was simply not there
+            }
+            lastError[0] = e.statusCode() + " " + e.getMessage();
+            return ERRORS;
+        } catch (RuntimeException e) {
+            lastError[0] = e.toString();
+            return ERRORS;
+        }
+    }
+
+    private static void record(AtomicLongArray counts, AtomicLongArray totals, int m, int sec, int i, int what) {
+        if (sec >= 0 && (sec + 1) * m * 4 <= counts.length()) {
+            counts.incrementAndGet((sec * m + i) * 4 + what);
+        }
+        totals.incrementAndGet(i * 4 + what);
+    }
+
+    private static void printRow(PrintStream out, AtomicLongArray counts, int m, int sec) {
+        StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "  %3d ", sec + 1));
+        for (int i = 0; i < m; i++) {
+            int base = (sec * m + i) * 4;
+            row.append(String.format(Locale.ROOT, "| %8d %3d %4d ", counts.get(base + OFFERED),
+                    counts.get(base + ACCEPTED), counts.get(base + SLOWDOWN)));
+        }
+        out.println(row);
+    }
+
+}

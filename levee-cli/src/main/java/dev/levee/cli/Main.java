@@ -1,0 +1,68 @@
+package dev.levee.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * Entry point of the {@code levee} command: every role, the demo, benchmarks and config tools.
+ *
+ * <p>Errors reach the user as one line naming what was wrong, never as a stack trace
+ * ({@code --stacktrace} shows it for debugging). Options may also come from an argument file:
+ * {@code levee limiter @/etc/levee/limiter.args}.
+ */
+@Command(name = "levee", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        description = "Traffic governor for S3-compatible object storage.",
+        subcommands = {DemoCommand.class, LimiterCommand.class, ObserverCommand.class, ClientCommand.class,
+                GatewayCommand.class, ConfigCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+public final class Main {
+
+    private Main() {
+    }
+
+    /**
+     * Runs the command line and exits with its status.
+     *
+     * @param args command-line arguments
+     */
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /**
+     * Runs the command line without exiting.
+     *
+     * @param args command-line arguments
+     * @return the exit status: 0 success, 1 failure, 2 usage error
+     */
+    public static int run(String... args) {
+        boolean trace = java.util.Arrays.asList(args).contains("--stacktrace");
+        String[] rest = java.util.Arrays.stream(args).filter(a -> !a.equals("--stacktrace")).toArray(String[]::new);
+        CommandLine cl = new CommandLine(new Main());
+        cl.setCaseInsensitiveEnumValuesAllowed(true);
+        cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            cmd.getErr().println("levee " + cmd.getCommandName() + ": " + describe(e));
+            if (trace) {
+                e.printStackTrace(cmd.getErr());
+            }
+            return 1;
+        });
+        return cl.execute(rest);
+    }
+
+    static String describe(Throwable e) {
+        if (e instanceof dev.levee.quota.QuotaConfigException q) {
+            return "invalid quotas:\n  " + String.join("\n  ", q.errors());
+        }
+        String m = e.getMessage();
+        return m == null || m.isBlank() ? e.getClass().getSimpleName() : m;
+    }
+
+    /** Reports the version from the jar manifest. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = Main.class.getPackage().getImplementationVersion();
+            return new String[] {"levee " + (v == null ? "dev" : v)};
+        }
+    }
+}

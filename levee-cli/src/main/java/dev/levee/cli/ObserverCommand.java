@@ -1,0 +1,53 @@
+package dev.levee.cli;
+
+import dev.levee.observer.ObserverService;
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.Metrics;
+import dev.levee.runtime.SystemTicker;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Vertx;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** {@code levee observer}: serves the list of active limiters. */
+@Command(name = "observer", mixinStandardHelpOptions = true,
+        description = "Run the observer: limiter membership from heartbeats, served as GET /v1/limiters.")
+final class ObserverCommand implements Callable<Integer> {
+
+    @Mixin
+    CommonOptions common = new CommonOptions();
+
+    @Option(names = "--listen", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7000",
+            description = "address to bind (default: ${DEFAULT-VALUE})")
+    HostPort listen;
+
+    @Option(names = "--ttl", converter = Converters.DurationConverter.class, defaultValue = "3s",
+            description = "drop a limiter after this long without heartbeat (default: ${DEFAULT-VALUE})")
+    Duration ttl;
+
+    @Option(names = "--factor", description = "group factor DF (default: the factor of --quotas)")
+    Integer factor;
+
+    @Option(names = "--quotas", description = "quota file to read the factor from (default: embedded default quotas)")
+    Path quotas;
+
+    @Option(names = "--max-limiters", defaultValue = "1024", description = "most limiters held (default: ${DEFAULT-VALUE})")
+    int maxLimiters;
+
+    @Override
+    public Integer call() {
+        int df = factor != null ? factor : Quotas.load(quotas).factor();
+        ObserverService.Options options = new ObserverService.Options(listen, ttl, df, maxLimiters);
+        common.apply("levee-observer");
+        Vertx vertx = Vertx.vertx();
+        MeterRegistry registry = Metrics.newRegistry();
+        ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry),
+                "observer could not start on " + listen);
+        System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (factor " + df + ")");
+        return Daemon.runUntilStopped(vertx, "observer", s::stop);
+    }
+}

@@ -1,0 +1,158 @@
+package dev.levee.cli.stack;
+
+import dev.levee.client.LeveeClient;
+import dev.levee.gateway.GatewayService;
+import dev.levee.limiter.LimiterService;
+import dev.levee.observer.ObserverService;
+import dev.levee.quota.QuotaConfig;
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.SystemTicker;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * A whole Levee stack in one JVM on free loopback ports: observer, {@code n} limiters, the client
+ * library and the gateway in front of an S3 backend (SPEC.md §9). Used by {@code levee demo} and
+ * the integration tests.
+ */
+public final class LocalStack implements AutoCloseable {
+
+    /**
+     * Settings of a local stack.
+     *
+     * @param limiters   number of limiters
+     * @param ttl        observer TTL
+     * @param heartbeat  limiter heartbeat interval
+     * @param refresh    client refresh interval
+     * @param enforce    the gateway checks each request
+     * @param onFailure  policy when no limiter answers
+     */
+    public record Settings(int limiters, Duration ttl, Duration heartbeat, Duration refresh, boolean enforce,
+                           GatewayService.OnFailure onFailure) {
+        /** Defaults for the demo and tests: 4 limiters, TTL 2 s, heartbeat 500 ms, refresh 500 ms. */
+        public static Settings defaults() {
+            return new Settings(4, Duration.ofSeconds(2), Duration.ofMillis(500), Duration.ofMillis(500), true,
+                    GatewayService.OnFailure.ALLOW);
+        }
+    }
+
+    private final Vertx vertx;
+    private final ObserverService observer;
+    private final List<LimiterService> limiters;
+    private final LeveeClient client;
+    private final GatewayService gateway;
+
+    private LocalStack(Vertx vertx, ObserverService observer, List<LimiterService> limiters, LeveeClient client,
+                       GatewayService gateway) {
+        this.vertx = vertx;
+        this.observer = observer;
+        this.limiters = limiters;
+        this.client = client;
+        this.gateway = gateway;
+    }
+
+    /**
+     * Starts the stack and waits until the client sees every limiter.
+     *
+     * @param backend  S3 backend port on 127.0.0.1
+     * @param config   quota configuration in force
+     * @param settings sizes and timings
+     * @param registry meters of every component
+     * @return the running stack
+     * @throws IllegalStateException when a component cannot start within 30 s
+     */
+    public static LocalStack start(int backend, Supplier<QuotaConfig> config, Settings settings, MeterRegistry registry) {
+        Vertx vertx = Vertx.vertx();
+        HostPort any = new HostPort("127.0.0.1", 0);
+        ObserverService observer = await(ObserverService.start(vertx,
+                new ObserverService.Options(any, settings.ttl(), config.get().factor(), 1024),
+                SystemTicker.INSTANCE, registry));
+        HostPort obs = new HostPort("127.0.0.1", observer.port());
+        List<LimiterService> limiters = new ArrayList<>();
+        for (int i = 1; i <= settings.limiters(); i++) {
+            limiters.add(await(LimiterService.start(vertx, new LimiterService.Options("limiter-" + i, any, null, obs,
+                    settings.heartbeat(), 1_000_000), config, SystemTicker.INSTANCE, registry)));
+        }
+        // one JVM on two cores carries the backend, the SDK and every component: a check gets 500 ms
+        LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
+                Duration.ofMillis(500), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
+        GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
+                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256),
+                client, registry));
+        LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (client.view().limiters().size() < settings.limiters()) {
+            if (System.nanoTime() - deadline > 0) {
+                stack.close();
+                throw new IllegalStateException("limiters did not register with the observer within 30 s");
+            }
+            await(client.refresh().recover(e -> Future.succeededFuture()));
+            if (client.view().limiters().size() < settings.limiters()) {
+                await(vertx.timer(50).mapEmpty());
+            }
+        }
+        return stack;
+    }
+
+    private static <T> T await(Future<T> f) {
+        try {
+            return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("local stack could not start: " + e.getMessage(), e);
+        }
+    }
+
+    /** Returns the Vert.x instance shared by all components. */
+    public Vertx vertx() {
+        return vertx;
+    }
+
+    /** Returns the observer. */
+    public ObserverService observer() {
+        return observer;
+    }
+
+    /** Returns the limiters, limiter-1 first. */
+    public List<LimiterService> limiters() {
+        return limiters;
+    }
+
+    /** Returns the client library. */
+    public LeveeClient client() {
+        return client;
+    }
+
+    /** Returns the gateway. */
+    public GatewayService gateway() {
+        return gateway;
+    }
+
+    @Override
+    public void close() {
+        try {
+            await(gateway.stop(Duration.ofSeconds(2)).recover(e -> Future.succeededFuture()));
+        } catch (RuntimeException e) {
+            // closing anyway
+        }
+        for (LimiterService l : limiters) {
+            try {
+                await(l.kill().recover(e -> Future.succeededFuture()));
+            } catch (RuntimeException e) {
+                // closing anyway
+            }
+        }
+        try {
+            await(client.stop().recover(e -> Future.succeededFuture()));
+            await(observer.stop().recover(e -> Future.succeededFuture()));
+            await(vertx.close());
+        } catch (RuntimeException e) {
+            // closing anyway
+        }
+    }
+}

@@ -1,0 +1,112 @@
+package dev.levee.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** The command line refuses bad input with one clear line and a non-zero status, never a stack trace. */
+class MainTest {
+
+    @TempDir
+    Path dir;
+
+    record Run(int status, String out, String err) {
+    }
+
+    static synchronized Run run(String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            int status = Main.run(args);
+            return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+        }
+    }
+
+    private Path write(String name, String text) throws Exception {
+        Path p = dir.resolve(name);
+        Files.writeString(p, text);
+        return p;
+    }
+
+    @Test
+    void validateAcceptsTheEmbeddedDefaults() throws Exception {
+        Path p = write("ok.yaml", Quotas.embeddedText());
+        Run r = run("config", "validate", p.toString());
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).contains("OK").contains("factor 4");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            malformed YAML         | 'factor: [1, 2'                                                                        | line
+            unknown operation      | 'default: {rate: 1, burst: 1}\nmethods_default: {GetObjekt: {rate: 1, burst: 1}}'     | GetObjekt
+            star not trailing      | 'default: {rate: 1, burst: 1}\nresources: {b: {prefixes: [{prefix: "a*b", quota: {rate: 1, burst: 1}}]}}' | a*b
+            negative rate          | 'default: {rate: -1, burst: 1}'                                                        | rate
+            negative burst         | 'default: {rate: 1, burst: -3}'                                                        | burst
+            duplicate prefixes     | 'default: {rate: 1, burst: 1}\nresources: {b: {prefixes: [{prefix: "p", quota: {rate: 1, burst: 1}}, {prefix: "p", quota: {rate: 2, burst: 1}}]}}' | p
+            unknown field          | 'default: {rate: 1, burst: 1, brust: 2}'                                                | brust
+            """)
+    void validateNamesTheFieldAndExitsNonZero(String what, String yaml, String named) throws Exception {
+        Path p = write("bad.yaml", yaml.replace("\\n", "\n"));
+        Run r = run("config", "validate", p.toString());
+        assertThat(r.status()).as(what).isEqualTo(1);
+        assertThat(r.err()).contains(named).doesNotContain("Exception").doesNotContain("\tat ");
+    }
+
+    @Test
+    void validateOfAMissingFileSaysSo() {
+        Run r = run("config", "validate", dir.resolve("nope.yaml").toString());
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.err()).contains("nope.yaml");
+    }
+
+    @Test
+    void limiterRefusesToStartWithBadQuotas() throws Exception {
+        Path p = write("bad.yaml", "default: {rate: 1, burst: 1}\nmethods_default: {Frobnicate: {rate: 1, burst: 1}}");
+        Run r = run("limiter", "--id", "l1", "--listen", "127.0.0.1:0", "--quotas", p.toString(), "--log-target", "stderr");
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.err()).contains("Frobnicate").doesNotContain("\tat ");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            limiter --id l1 --listen nonsense              | HOST:PORT
+            limiter --id l1 --listen 127.0.0.1:70000       | out of range
+            limiter --id l1 --heartbeat soon               | not a duration
+            gateway --backend 127.0.0.1:9 --on-failure maybe | maybe
+            observer --log-target carrier-pigeon           | udp://
+            demo --load-factor -1                          | load-factor
+            limiter                                        | --id
+            """)
+    void badFlagsGetAClearMessage(String line, String named) {
+        Run r = run(line.trim().split("\\s+"));
+        assertThat(r.status()).isNotZero();
+        assertThat(r.err()).contains(named).doesNotContain("\tat ");
+    }
+
+    @Test
+    void demoStreamsFollowTheEmbeddedQuotas() {
+        var streams = DemoCommand.deriveStreams(Quotas.embedded(), 2.0);
+        assertThat(streams).extracting(DemoCommand.Stream::label).anyMatch(l -> l.startsWith("default"))
+                .anyMatch(l -> l.contains("methods_default.ListObjects")).anyMatch(l -> l.contains("photos/2024"))
+                .anyMatch(l -> l.contains("uploads/*")).anyMatch(l -> l.contains("PutObject"));
+        streams.forEach(s -> assertThat(s.offered()).isEqualTo(2.0 * s.configured(), org.assertj.core.data.Offset.offset(1e-9)));
+        var uploads = streams.stream().filter(s -> s.label().contains("uploads/*")).findFirst().orElseThrow();
+        assertThat(uploads.counters()).isEqualTo(2); // one counter per object key
+    }
+}

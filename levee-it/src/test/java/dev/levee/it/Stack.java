@@ -1,0 +1,59 @@
+package dev.levee.it;
+
+import dev.levee.cli.stack.EmbeddedS3;
+import dev.levee.cli.stack.LocalStack;
+import dev.levee.config.QuotaConfigLoader;
+import dev.levee.quota.QuotaConfig;
+import dev.levee.runtime.LogTarget;
+import dev.levee.runtime.Logging;
+import dev.levee.runtime.Metrics;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
+import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/** Test fixture: S3 backend + a whole local stack + AWS SDK clients, all on loopback. */
+final class Stack implements AutoCloseable {
+
+    static final Path LOG = Path.of("target", "it-logs", "levee.log");
+
+    final EmbeddedS3 s3;
+    final LocalStack stack;
+    final S3Client direct;
+    final S3Client gateway;
+
+    Stack(String quotasYaml, LocalStack.Settings settings) {
+        Logging.configure(new LogTarget("file", null, 0, LOG.toAbsolutePath()), "levee-it", "INFO");
+        QuotaConfig cfg = QuotaConfigLoader.parse(quotasYaml, "test quotas");
+        s3 = EmbeddedS3.start();
+        stack = LocalStack.start(s3.port(), () -> cfg, settings, Metrics.newRegistry());
+        direct = client(URI.create("http://127.0.0.1:" + s3.port()));
+        gateway = client(URI.create("http://127.0.0.1:" + stack.gateway().port()));
+    }
+
+    static S3Client client(URI endpoint) {
+        return S3Client.builder()
+                .endpointOverride(endpoint)
+                .region(Region.US_EAST_1)
+                .forcePathStyle(true)
+                .credentialsProvider(StaticCredentialsProvider.create(
+                        AwsBasicCredentials.create(EmbeddedS3.ACCESS_KEY, EmbeddedS3.SECRET_KEY)))
+                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(512)
+                        .connectionTimeout(Duration.ofSeconds(5)).socketTimeout(Duration.ofSeconds(30)))
+                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
+                .build();
+    }
+
+    @Override
+    public void close() {
+        gateway.close();
+        direct.close();
+        stack.close();
+        s3.close();
+    }
+}

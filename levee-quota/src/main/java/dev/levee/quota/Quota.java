@@ -1,0 +1,41 @@
+package dev.levee.quota;
+
+/**
+ * A rate limit: a sustained {@code rate} and a {@code burst} allowance (SPEC.md §4).
+ *
+ * <p>The limiter divides {@code rate} by the size of the limiter group and keeps {@code burst}
+ * per limiter (SPEC.md §5); this record holds the configured, undivided values.
+ *
+ * @param rate  sustained rate in requests per second; finite and ≥ 0; {@code 0} blocks every
+ *              request. Decimal values such as {@code 27.5} are allowed; {@code -0.0} is stored
+ *              as {@code 0.0}.
+ * @param burst extra requests admitted at once above the sustained rate, in requests; ≥ 0
+ */
+public record Quota(double rate, int burst) {
+
+    /**
+     * Validates the pair.
+     *
+     * @throws IllegalArgumentException if {@code rate} is negative, NaN or infinite, or
+     *                                  {@code burst} is negative
+     */
+    public Quota {
+        if (!(rate >= 0) || Double.isInfinite(rate)) {
+            throw new IllegalArgumentException(
+                    "rate must be a finite number ≥ 0 (requests per second), got " + rate);
+        }
+        if (burst < 0) {
+            throw new IllegalArgumentException("burst must be ≥ 0 (requests), got " + burst);
+        }
+        rate += 0.0; // -0.0 + 0.0 == +0.0: one representation of "blocks everything"
+    }
+
+    /**
+     * Tells whether this quota admits no request at all.
+     *
+     * @return {@code true} when {@code rate} is {@code 0}
+     */
+    public boolean blocksAll() {
+        return rate == 0;
+    }
+}

@@ -1,0 +1,336 @@
+package dev.levee.quota;
+
+import dev.levee.core.S3Operation;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Holds one validated snapshot of the quota configuration and resolves which quota, and which
+ * counter, applies to a request (SPEC.md §4).
+ *
+ * <h2>Model</h2>
+ * A configuration has a group factor DF ({@link #factor()}), a {@link #defaultQuota() default}
+ * quota, optional {@link #methodsDefault() quotas per operation}, and optional
+ * {@link #resources() quotas per resource} (bucket), each with a resource-level quota and a
+ * list of prefix entries. Instances are immutable; a live update builds a new snapshot and
+ * swaps it in whole, so a decision never mixes two versions. Building validates everything and
+ * reports all problems at once in a {@link QuotaConfigException}.
+ *
+ * <h2>Resolution of (resource R, object key K, operation M), first match wins</h2>
+ * <ol>
+ *   <li>R is configured and a prefix entry matches K. An entry {@code "p"} matches keys that
+ *       start with {@code p}; {@code "p*"} matches the same keys but gives each distinct object
+ *       key its own counter; {@code ""} matches every request to R, including bucket-level
+ *       operations, whose key is {@code ""} (a non-empty entry never matches them). The entry
+ *       with the longest literal prefix wins; between equal lengths ({@code "p"} and
+ *       {@code "p*"}), the one listed first. If that entry has {@code methods[M]}, that quota
+ *       applies ({@link QuotaLevel#PREFIX_METHOD}); else if it has a {@code quota}, that one
+ *       ({@link QuotaLevel#PREFIX}); else resolution <em>continues with step 2</em>: shorter
+ *       entries are deliberately not tried, so that adding a longer entry for some operations
+ *       never hands the other operations to an unrelated shorter entry.</li>
+ *   <li>R has a {@code quota}: one counter for the whole resource ({@link QuotaLevel#RESOURCE}).</li>
+ *   <li>{@code methods_default[M]}: counted per resource and operation
+ *       ({@link QuotaLevel#METHODS_DEFAULT}).</li>
+ *   <li>{@code default}: counted per resource ({@link QuotaLevel#DEFAULT}).</li>
+ * </ol>
+ * At every level where operations are listed, {@code ListObjects} also covers
+ * {@code ListObjectsV2} unless {@code ListObjectsV2} is listed there itself; the two then share
+ * the {@code ListObjects} counter. {@link S3Operation#Unknown} cannot be listed, so unclassified
+ * requests fall to the entry's or the resource's quota (SPEC.md §3). Matching is exact and
+ * case-sensitive on the decoded key, character by character, without Unicode normalisation.
+ * The counter of each answer is named by {@link ResolvedQuota#limitKey()}.
+ *
+ * <p>Validation rules beyond the spec's wording are listed in {@link QuotaRules}.
+ */
+public final class QuotaConfig {
+
+    private static final S3Operation[] OPS = S3Operation.values();
+
+    private final int factor;
+    private final Quota defaultQuota;
+    private final Map<S3Operation, Quota> methodsDefault;
+    private final Map<String, ResourceQuotas> resources;
+
+    private final Map<String, PrefixIndex> index;
+    private final Quota[] methodsDefaultQuota;     // by operation ordinal, after the ListObjects rule
+    private final String[] methodsDefaultSuffix;   // "#ListObjects" for ListObjectsV2 when it falls back
+    private final S3Operation[] methodsDefaultOp;
+
+    private QuotaConfig(Builder b) {
+        List<ConfigProblem> problems = new ArrayList<>(QuotaRules.checkFactor(b.factor, "factor"));
+        if (b.defaultQuota == null) {
+            problems.add(ConfigProblem.of("default", "required: the quota for requests that match nothing more specific"));
+        }
+        problems.addAll(QuotaRules.checkMethods(b.methodsDefault, "methods_default", null));
+        b.resources.forEach((name, rq) -> problems.addAll(QuotaRules.checkResource(name, rq, ConfigPath.key("resources", name))));
+        if (!problems.isEmpty()) {
+            throw new QuotaConfigException(problems);
+        }
+        this.factor = b.factor;
+        this.defaultQuota = b.defaultQuota;
+        this.methodsDefault = PrefixRule.copyOf(b.methodsDefault);
+        this.resources = Collections.unmodifiableMap(new LinkedHashMap<>(b.resources));
+
+        methodsDefaultQuota = new Quota[OPS.length];
+        methodsDefaultSuffix = new String[OPS.length];
+        methodsDefaultOp = new S3Operation[OPS.length];
+        for (S3Operation op : OPS) {
+            S3Operation configured = LimitKeys.configuredFor(methodsDefault, op);
+            if (configured != null) {
+                methodsDefaultQuota[op.ordinal()] = methodsDefault.get(configured);
+                methodsDefaultSuffix[op.ordinal()] = LimitKeys.operationSuffix(configured);
+                methodsDefaultOp[op.ordinal()] = configured;
+            }
+        }
+        Map<String, PrefixIndex> compiled = new HashMap<>();
+        this.resources.forEach((name, rq) -> compiled.put(name, new PrefixIndex(
+                name, rq, methodsDefaultAnswers(name), defaultAnswer(name))));
+        this.index = compiled;
+    }
+
+    /**
+     * Returns a builder with factor {@code 1} and nothing else set.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Creates and validates a configuration.
+     *
+     * @param factor         the group factor DF, ≥ 1
+     * @param defaultQuota   the quota for requests that match nothing more specific
+     * @param methodsDefault quotas per operation for every resource; may be empty
+     * @param resources      quotas per resource (bucket) name; may be empty
+     * @return the configuration
+     * @throws QuotaConfigException if any rule of SPEC.md §4 or {@link QuotaRules} is broken
+     * @throws NullPointerException if a map is or contains {@code null}
+     */
+    public static QuotaConfig of(int factor, Quota defaultQuota, Map<S3Operation, Quota> methodsDefault,
+                                 Map<String, ResourceQuotas> resources) {
+        return builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(methodsDefault).resources(resources).build();
+    }
+
+    /**
+     * Returns a builder holding this configuration, to derive a changed one.
+     *
+     * @return a new builder
+     */
+    public Builder toBuilder() {
+        return builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(methodsDefault).resources(resources);
+    }
+
+    /**
+     * Returns the group factor DF: the number of limiters that share a resource (SPEC.md §5).
+     *
+     * @return DF, ≥ 1
+     */
+    public int factor() {
+        return factor;
+    }
+
+    /**
+     * Returns the quota for requests that match nothing more specific (step 4).
+     *
+     * @return the default quota, never {@code null}
+     */
+    public Quota defaultQuota() {
+        return defaultQuota;
+    }
+
+    /**
+     * Returns the quotas per operation that apply to every resource (step 3).
+     *
+     * @return an unmodifiable map in configured order; may be empty
+     */
+    public Map<S3Operation, Quota> methodsDefault() {
+        return methodsDefault;
+    }
+
+    /**
+     * Returns the quotas per resource (bucket) name.
+     *
+     * @return an unmodifiable map in configured order; may be empty
+     */
+    public Map<String, ResourceQuotas> resources() {
+        return resources;
+    }
+
+    /**
+     * Resolves the quota and counter for a request (SPEC.md §4; see the class description).
+     *
+     * <p>Never throws for non-null arguments, whatever they contain; allocates nothing when the
+     * answer does not depend on the object key or the resource is configured without a
+     * wildcard match, and one key string plus the result otherwise.
+     *
+     * @param resource the resource (bucket) name, as classified from the request
+     * @param key      the object key, percent-decoded; {@code ""} for bucket-level operations
+     * @param op       the operation; {@link S3Operation#Unknown} when not classified
+     * @return the quota, its level and its limit key; never {@code null}
+     * @throws NullPointerException if an argument is {@code null}
+     */
+    public ResolvedQuota resolve(String resource, String key, S3Operation op) {
+        Objects.requireNonNull(resource, "resource");
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(op, "op");
+        PrefixIndex configured = index.get(resource);
+        if (configured != null) {
+            return configured.resolve(key, op);
+        }
+        int i = op.ordinal();
+        Quota byMethod = methodsDefaultQuota[i];
+        if (byMethod != null) {
+            return new ResolvedQuota(byMethod, QuotaLevel.METHODS_DEFAULT,
+                    LimitKeys.methodsDefaultKey(resource, methodsDefaultSuffix[i]), null, methodsDefaultOp[i]);
+        }
+        return defaultAnswer(resource);
+    }
+
+    private ResolvedQuota[] methodsDefaultAnswers(String resource) {
+        ResolvedQuota[] answers = new ResolvedQuota[OPS.length];
+        for (int i = 0; i < OPS.length; i++) {
+            if (methodsDefaultQuota[i] != null) {
+                answers[i] = new ResolvedQuota(methodsDefaultQuota[i], QuotaLevel.METHODS_DEFAULT,
+                        LimitKeys.methodsDefaultKey(resource, methodsDefaultSuffix[i]), null, methodsDefaultOp[i]);
+            }
+        }
+        return answers;
+    }
+
+    private ResolvedQuota defaultAnswer(String resource) {
+        return new ResolvedQuota(defaultQuota, QuotaLevel.DEFAULT, LimitKeys.defaultKey(resource), null, null);
+    }
+
+    /**
+     * Compares the configured data: factor, default, methods_default and resources (prefix
+     * order matters, map order does not).
+     */
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof QuotaConfig other
+                && factor == other.factor
+                && defaultQuota.equals(other.defaultQuota)
+                && methodsDefault.equals(other.methodsDefault)
+                && resources.equals(other.resources);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(factor, defaultQuota, methodsDefault, resources);
+    }
+
+    @Override
+    public String toString() {
+        return "QuotaConfig[factor=" + factor + ", default=" + defaultQuota + ", methods_default=" + methodsDefault
+                + ", resources=" + resources + "]";
+    }
+
+    /**
+     * Collects the parts of a {@link QuotaConfig}; {@link #build()} validates them all at once.
+     * Not thread-safe.
+     */
+    public static final class Builder {
+        private int factor = 1;
+        private Quota defaultQuota;
+        private final Map<S3Operation, Quota> methodsDefault = new LinkedHashMap<>();
+        private final Map<String, ResourceQuotas> resources = new LinkedHashMap<>();
+
+        private Builder() {
+        }
+
+        /**
+         * Sets the group factor DF (SPEC.md §5); defaults to {@code 1}.
+         *
+         * @param value DF, validated ≥ 1 by {@link #build()}
+         * @return this builder
+         */
+        public Builder factor(int value) {
+            this.factor = value;
+            return this;
+        }
+
+        /**
+         * Sets the quota for requests that match nothing more specific; required.
+         *
+         * @param quota the default quota
+         * @return this builder
+         */
+        public Builder defaultQuota(Quota quota) {
+            this.defaultQuota = quota;
+            return this;
+        }
+
+        /**
+         * Replaces the quotas per operation for every resource.
+         *
+         * @param quotas quotas by operation
+         * @return this builder
+         * @throws NullPointerException if {@code quotas} is or contains {@code null}
+         */
+        public Builder methodsDefault(Map<S3Operation, Quota> quotas) {
+            Map<S3Operation, Quota> copy = PrefixRule.copyOf(quotas);
+            methodsDefault.clear();
+            methodsDefault.putAll(copy);
+            return this;
+        }
+
+        /**
+         * Sets the quota of one operation for every resource, replacing any previous one.
+         *
+         * @param op    the operation
+         * @param quota its quota
+         * @return this builder
+         * @throws NullPointerException if an argument is {@code null}
+         */
+        public Builder methodDefault(S3Operation op, Quota quota) {
+            methodsDefault.put(Objects.requireNonNull(op, "op"), Objects.requireNonNull(quota, "quota"));
+            return this;
+        }
+
+        /**
+         * Replaces the quotas of all resources.
+         *
+         * @param quotas quotas by resource (bucket) name
+         * @return this builder
+         * @throws NullPointerException if {@code quotas} is or contains {@code null}
+         */
+        public Builder resources(Map<String, ResourceQuotas> quotas) {
+            Map<String, ResourceQuotas> copy = new LinkedHashMap<>();
+            quotas.forEach((name, rq) -> copy.put(Objects.requireNonNull(name, "resource"), Objects.requireNonNull(rq, "quotas")));
+            resources.clear();
+            resources.putAll(copy);
+            return this;
+        }
+
+        /**
+         * Sets the quotas of one resource, replacing any previous ones.
+         *
+         * @param name   the resource (bucket) name
+         * @param quotas its quotas
+         * @return this builder
+         * @throws NullPointerException if an argument is {@code null}
+         */
+        public Builder resource(String name, ResourceQuotas quotas) {
+            resources.put(Objects.requireNonNull(name, "name"), Objects.requireNonNull(quotas, "quotas"));
+            return this;
+        }
+
+        /**
+         * Validates the parts and creates the configuration.
+         *
+         * @return the configuration
+         * @throws QuotaConfigException listing every problem, if any rule of SPEC.md §4 or
+         *                              {@link QuotaRules} is broken
+         */
+        public QuotaConfig build() {
+            return new QuotaConfig(this);
+        }
+    }
+}
