@@ -94,7 +94,7 @@ final class BenchCommand {
             HostPort addr = target;
             if (addr == null) {
                 limiter = Daemon.await(LimiterService.start(server, new LimiterService.Options("bench-1",
-                        new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000), () -> cfg,
+                        new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000), new dev.levee.config.StaticQuotaSource(cfg),
                         SystemTicker.INSTANCE, Metrics.newRegistry()), "limiter");
                 addr = limiter.address();
             }

@@ -18,6 +18,7 @@ final class ConfigCommand {
             description = "Validate a quota file (single-file form, SPEC.md §4): prints every error, exit 1 if any.")
     static final class Validate implements Callable<Integer> {
 
+
         @Parameters(paramLabel = "FILE", description = "quota file")
         Path file;
 

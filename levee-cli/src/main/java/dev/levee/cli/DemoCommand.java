@@ -127,7 +127,7 @@ final class DemoCommand implements Callable<Integer> {
         out.println("levee demo: starting S3 backend, observer, " + limiterCount + " limiters (factor "
                 + cfg.factor() + "), client and gateway on loopback...");
         try (EmbeddedS3 s3 = EmbeddedS3.start();
-             LocalStack stack = LocalStack.start(s3.port(), () -> cfg, new LocalStack.Settings(limiterCount,
+             LocalStack stack = LocalStack.start(s3.port(), new dev.levee.config.StaticQuotaSource(cfg), new LocalStack.Settings(limiterCount,
                      Duration.ofSeconds(2), Duration.ofMillis(500), Duration.ofMillis(500), true,
                      dev.levee.gateway.GatewayService.OnFailure.ALLOW), Metrics.newRegistry())) {
             out.printf(Locale.ROOT, "  S3 backend   http://127.0.0.1:%d (S3Proxy, in memory)%n", s3.port());

@@ -1,7 +1,11 @@
 package dev.levee.cli;
 
 import dev.levee.limiter.LimiterService;
-import dev.levee.quota.QuotaConfig;
+import dev.levee.config.FileQuotaSource;
+import dev.levee.config.QuotaSource;
+import dev.levee.config.StaticQuotaSource;
+import dev.levee.etcd.EtcdQuotaSource;
+import dev.levee.etcd.EtcdRegistration;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
@@ -45,19 +49,44 @@ final class LimiterCommand implements Callable<Integer> {
             description = "hard cap of limit keys held in memory (default: ${DEFAULT-VALUE})")
     long maxKeys;
 
-    @Option(names = "--quotas", description = "quota file, single-file form (default: embedded default quotas)")
+    @Option(names = "--quotas", description = "quota file, single-file form, reloaded on change"
+            + " (default: embedded default quotas; ignored with --etcd)")
     Path quotas;
+
+    @Mixin
+    EtcdOptions etcd = new EtcdOptions();
+
+    @Option(names = "--lease-ttl", converter = Converters.DurationConverter.class, defaultValue = "5s",
+            description = "etcd lease TTL of this limiter's membership (default: ${DEFAULT-VALUE})")
+    Duration leaseTtl;
 
     @Override
     public Integer call() {
-        QuotaConfig cfg = Quotas.load(quotas);
-        LimiterService.Options options = new LimiterService.Options(id, listen, advertise, observer, heartbeat, maxKeys);
         common.apply("levee-limiter");
+        io.etcd.jetcd.Client client = etcd.enabled() ? etcd.client() : null;
+        QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000)
+                : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
+        LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
+                client != null ? null : observer, heartbeat, maxKeys);
         Vertx vertx = Vertx.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        LimiterService s = Daemon.await(LimiterService.start(vertx, options, () -> cfg, SystemTicker.INSTANCE, registry),
+        LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry),
                 "limiter could not start on " + listen);
-        System.err.println("levee limiter " + id + " listening on " + s.address());
-        return Daemon.runUntilStopped(vertx, "limiter", s::stop);
+        EtcdRegistration reg = client == null ? null
+                : EtcdRegistration.start(client, etcd.prefix, id, s.address().toString(), Math.max(1, leaseTtl.toSeconds()));
+        System.err.println("levee limiter " + id + " listening on " + s.address()
+                + (client != null ? " (quotas and membership in etcd " + etcd.endpoints + ")" : ""));
+        return Daemon.runUntilStopped(vertx, "limiter", () -> {
+            if (reg != null) {
+                reg.close();
+            }
+            return s.stop().eventually(() -> {
+                source.close();
+                if (client != null) {
+                    client.close();
+                }
+                return io.vertx.core.Future.succeededFuture();
+            });
+        });
     }
 }

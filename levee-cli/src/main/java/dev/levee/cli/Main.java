@@ -13,7 +13,8 @@ import picocli.CommandLine.Command;
 @Command(name = "levee", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Traffic governor for S3-compatible object storage.",
         subcommands = {DemoCommand.class, LimiterCommand.class, ObserverCommand.class, ClientCommand.class,
-                GatewayCommand.class, ConfigCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+                GatewayCommand.class, ConfigCommand.class, QuotaCommand.class, BenchCommand.class, NginxConfigCommand.class,
+                CommandLine.HelpCommand.class})
 public final class Main {
 
     private Main() {
@@ -36,6 +37,9 @@ public final class Main {
      */
     public static int run(String... args) {
         boolean trace = java.util.Arrays.asList(args).contains("--stacktrace");
+        // gRPC (jetcd) logs through java.util.logging: keep its INFO chatter off the terminal
+        java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.WARNING);
+        java.util.logging.Logger.getLogger("io.grpc").setLevel(java.util.logging.Level.WARNING);
         String[] rest = java.util.Arrays.stream(args).filter(a -> !a.equals("--stacktrace")).toArray(String[]::new);
         CommandLine cl = new CommandLine(new Main());
         cl.setCaseInsensitiveEnumValuesAllowed(true);

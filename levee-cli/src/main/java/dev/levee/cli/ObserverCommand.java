@@ -38,8 +38,28 @@ final class ObserverCommand implements Callable<Integer> {
     @Option(names = "--max-limiters", defaultValue = "1024", description = "most limiters held (default: ${DEFAULT-VALUE})")
     int maxLimiters;
 
+    @Mixin
+    EtcdOptions etcd = new EtcdOptions();
+
     @Override
     public Integer call() {
+        if (etcd.enabled()) {
+            common.apply("levee-observer");
+            io.etcd.jetcd.Client client = etcd.client();
+            dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000);
+            dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(client, etcd.prefix,
+                    () -> source.current().factor());
+            Vertx vertx = Vertx.vertx();
+            ObserverService s = Daemon.await(ObserverService.start(vertx, listen, membership, source::ready,
+                    Metrics.newRegistry()), "observer could not start on " + listen);
+            System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)");
+            return Daemon.runUntilStopped(vertx, "observer", () -> s.stop().eventually(() -> {
+                membership.close();
+                source.close();
+                client.close();
+                return io.vertx.core.Future.succeededFuture();
+            }));
+        }
         int df = factor != null ? factor : Quotas.load(quotas).factor();
         ObserverService.Options options = new ObserverService.Options(listen, ttl, df, maxLimiters);
         common.apply("levee-observer");

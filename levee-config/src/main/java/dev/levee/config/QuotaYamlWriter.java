@@ -58,6 +58,27 @@ final class QuotaYamlWriter {
         return out.toString();
     }
 
+    /** Writes one part of the etcd layout: a quota, a methods map or a resource. */
+    static String writePart(Object part) {
+        StringWriter out = new StringWriter();
+        try (JsonGenerator g = FACTORY.createGenerator(out)) {
+            if (part instanceof Quota q) {
+                quota(g, q);
+            } else if (part instanceof ResourceQuotas r) {
+                resource(g, r);
+            } else if (part instanceof Map<?, ?> m) {
+                @SuppressWarnings("unchecked")
+                Map<S3Operation, Quota> methods = (Map<S3Operation, Quota>) m;
+                methods(g, methods);
+            } else {
+                throw new IllegalArgumentException("not a quota part: " + part);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing YAML to memory failed", e);
+        }
+        return out.toString();
+    }
+
     private static void resource(JsonGenerator g, ResourceQuotas resource) throws IOException {
         g.writeStartObject();
         if (resource.quota() != null) {

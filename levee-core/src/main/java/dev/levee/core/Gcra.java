@@ -33,6 +33,7 @@ public final class Gcra {
     public static final class State {
         long tat;
         boolean used;
+        GcraLimit limit;
         volatile long horizonNs;
 
         /** Creates the state of a fresh key, expiring {@code horizonNs} after its last use. */
@@ -69,6 +70,12 @@ public final class Gcra {
         if (ahead < 0) {
             ahead = 0;
         }
+        GcraLimit old = state.limit;
+        if (old != limit && ahead > 0 && old != null && !old.equals(limit)) {
+            ahead = rescale(ahead, old, limit);
+            state.tat = now + ahead; // the carried-over debt is the state from now on, admitted or not
+        }
+        state.limit = limit;
         if (ahead > tau) {
             return -(ahead - tau);
         }
@@ -77,6 +84,27 @@ public final class Gcra {
         state.used = true;
         state.horizonNs = limit.horizonNs();
         return newAhead > tau ? 0 : (tau - newAhead) / t + 1;
+    }
+
+    /**
+     * Carries a key's used allowance over to a changed quota proportionally (docs/decisions.md, issue 3):
+     * the share of the old span {@code τ + T} the key had used becomes the same share of the new span.
+     * A key that had used half its burst has used half of the new one; a key is never held longer than the
+     * new quota's own span allows.
+     *
+     * @param ahead {@code TAT − now} under the old limit, ns, &gt; 0
+     * @param old   the limit the state was built with
+     * @param now   the new limit
+     * @return {@code TAT − now} under the new limit, ns, in {@code [0, τ' + T']}
+     */
+    static long rescale(long ahead, GcraLimit old, GcraLimit now) {
+        long oldSpan = old.toleranceNs() + old.emissionIntervalNs();
+        long newSpan = now.toleranceNs() + now.emissionIntervalNs();
+        if (oldSpan <= 0) {
+            return 0;
+        }
+        double share = Math.min(1.0, (double) ahead / (double) oldSpan);
+        return Math.min(newSpan, (long) Math.ceil(share * newSpan));
     }
 
     /** Returns whether an {@link #attempt} result means admitted. */

@@ -113,4 +113,47 @@ class GcraTest {
         assertThatThrownBy(() -> GcraLimit.of(1, -1, 1)).hasMessageContaining("burst");
         assertThatThrownBy(() -> GcraLimit.of(1, 1, 0)).hasMessageContaining("group size");
     }
+
+    @Test
+    void quotaLoweredOnADrainedKeyCarriesTheUsedShareOver() {
+        GcraLimit perMinute100 = GcraLimit.of(100 / 60.0, 100, 1);
+        GcraLimit perMinute10 = GcraLimit.of(10 / 60.0, 10, 1);
+        Gcra.State s = new Gcra.State(perMinute100.horizonNs());
+        long now = 0;
+        while (Gcra.admitted(Gcra.attempt(s, perMinute100, now))) {
+            // drain the burst at one instant
+        }
+        long r = Gcra.attempt(s, perMinute10, now);
+        assertThat(r).isNegative();
+        assertThat(Gcra.retryAfterSeconds(r)).isEqualTo(6); // one emission interval of the new quota
+    }
+
+    @Test
+    void quotaRaisedOnAnExhaustedKeyFollowsTheNewRetryAfter() {
+        GcraLimit ten = GcraLimit.of(10 / 60.0, 10, 1);
+        GcraLimit fifteen = GcraLimit.of(15 / 60.0, 15, 1);
+        Gcra.State s = new Gcra.State(ten.horizonNs());
+        while (Gcra.admitted(Gcra.attempt(s, ten, 0))) {
+            // exhaust
+        }
+        assertThat(Gcra.retryAfterSeconds(Gcra.attempt(s, ten, 0))).isEqualTo(6);
+        assertThat(Gcra.retryAfterSeconds(Gcra.attempt(s, fifteen, 0))).isEqualTo(4);
+        assertThat(Gcra.attempt(s, fifteen, 4 * SEC)).isGreaterThanOrEqualTo(0);
+    }
+
+    @Test
+    void halfUsedBurstIsHalfUsedUnderTheNewQuota() {
+        GcraLimit small = GcraLimit.of(1, 10, 1);   // span 10 s
+        GcraLimit big = GcraLimit.of(1, 20, 1);     // span 20 s
+        Gcra.State s = new Gcra.State(small.horizonNs());
+        for (int i = 0; i < 5; i++) {
+            assertThat(Gcra.attempt(s, small, 0)).isGreaterThanOrEqualTo(0);
+        }
+        // 5 of 10 used; under burst 20 that is 10 used: 10 more at once
+        int more = 0;
+        while (Gcra.admitted(Gcra.attempt(s, big, 0))) {
+            more++;
+        }
+        assertThat(more).isEqualTo(10);
+    }
 }

@@ -23,6 +23,7 @@ final class Stack implements AutoCloseable {
     static final Path LOG = Path.of("target", "it-logs", "levee.log");
 
     final EmbeddedS3 s3;
+    final dev.levee.config.StaticQuotaSource source;
     final LocalStack stack;
     final S3Client direct;
     final S3Client gateway;
@@ -31,7 +32,8 @@ final class Stack implements AutoCloseable {
         Logging.configure(new LogTarget("file", null, 0, LOG.toAbsolutePath()), "levee-it", "INFO");
         QuotaConfig cfg = QuotaConfigLoader.parse(quotasYaml, "test quotas");
         s3 = EmbeddedS3.start();
-        stack = LocalStack.start(s3.port(), () -> cfg, settings, Metrics.newRegistry());
+        source = new dev.levee.config.StaticQuotaSource(cfg);
+        stack = LocalStack.start(s3.port(), source, settings, Metrics.newRegistry());
         direct = client(URI.create("http://127.0.0.1:" + s3.port()));
         gateway = client(URI.create("http://127.0.0.1:" + stack.gateway().port()));
     }

@@ -10,7 +10,9 @@ package dev.levee.limiter;
  * @param remaining  requests still admitted at once on this limiter (0 when rejected)
  * @param retryAfter seconds to wait, rounded up; ≥ 1 when rejected, else 0
  * @param limiter    the id of the limiter that answered
+ * @param rate       the matched quota's rate, requests per second for the whole group (0 when failed)
+ * @param burst      the matched quota's burst, requests per limiter (0 when failed)
  */
 public record CheckResponse(String result, String level, String limitKey, long remaining, long retryAfter,
-                            String limiter) {
+                            String limiter, double rate, int burst) {
 }

@@ -5,6 +5,7 @@ import dev.levee.core.GcraLimit;
 import dev.levee.core.GcraTable;
 import dev.levee.core.S3Operation;
 import dev.levee.core.Ticker;
+import dev.levee.config.QuotaSource;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
 import dev.levee.runtime.HostPort;
@@ -26,7 +27,6 @@ import io.vertx.core.http.RequestOptions;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,7 +74,7 @@ public final class LimiterService implements AutoCloseable {
     }
 
     private final Options options;
-    private final Supplier<QuotaConfig> config;
+    private final QuotaSource config;
     private final GcraTable table;
     private final MeterRegistry registry;
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
@@ -84,14 +84,21 @@ public final class LimiterService implements AutoCloseable {
     private long heartbeatTimer = -1;
     private volatile HostPort advertised;
 
-    private LimiterService(Vertx vertx, Options options, Supplier<QuotaConfig> config, Ticker ticker,
+    private LimiterService(Vertx vertx, Options options, QuotaSource config, Ticker ticker,
                            MeterRegistry registry) {
         this.vertx = vertx;
         this.options = options;
         this.config = config;
         this.registry = registry;
         this.table = GcraTable.create(ticker, options.maxKeys());
-        Gauge.builder("levee_limiter_keys", table, GcraTable::size).description("limit keys held").register(registry);
+        Gauge.builder("levee_limiter_keys", table, GcraTable::size).description("limit keys held")
+                .tag("limiter", options.id()).register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_config_rejected_updates_total", config,
+                        QuotaSource::rejectedUpdates)
+                .description("configuration updates refused as invalid (last good configuration kept)")
+                .tag("limiter", options.id()).register(registry);
+        Gauge.builder("levee_config_revision", config, QuotaSource::revision)
+                .description("revision of the configuration in force").tag("limiter", options.id()).register(registry);
     }
 
     /**
@@ -100,7 +107,7 @@ public final class LimiterService implements AutoCloseable {
      * @param config supplies the configuration snapshot in force; read once per decision
      * @return the running service once it listens
      */
-    public static Future<LimiterService> start(Vertx vertx, Options options, Supplier<QuotaConfig> config,
+    public static Future<LimiterService> start(Vertx vertx, Options options, QuotaSource config,
                                                Ticker ticker, MeterRegistry registry) {
         LimiterService s = new LimiterService(vertx, options, config, ticker, registry);
         return Http.listen(vertx, options.listen(), s::handle).map(server -> {
@@ -137,7 +144,9 @@ public final class LimiterService implements AutoCloseable {
         if (path.equals("/v1/check") && req.method() == HttpMethod.POST) {
             Http.withBody(req, body -> check(req, body));
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-            Http.json(req.response(), 200, Map.of("status", "ready", "id", options.id()));
+            boolean ready = config.ready();
+            Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready" : "configuration source unreachable",
+                    "id", options.id(), "revision", config.revision()));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
         } else {
@@ -148,7 +157,7 @@ public final class LimiterService implements AutoCloseable {
     private void check(HttpServerRequest req, byte[] body) {
         CheckRequest in;
         S3Operation op;
-        QuotaConfig cfg = config.get(); // one snapshot per decision: never two versions in one decision
+        QuotaConfig cfg = config.current(); // one snapshot per decision: never two versions in one decision
         try {
             in = Json.parse(body, CheckRequest.class);
             op = in.validate(cfg.factor());
@@ -168,7 +177,7 @@ public final class LimiterService implements AutoCloseable {
             count("failed", "none");
             LOG.error("decision failed resource={} key={} op={}", LogText.escape(in.resource()), LogText.escape(in.key()),
                     op, e);
-            Http.json(req.response(), 500, new CheckResponse("failed", null, null, 0, 0, options.id()));
+            Http.json(req.response(), 500, new CheckResponse("failed", null, null, 0, 0, options.id(), 0, 0));
         }
     }
 
@@ -198,7 +207,8 @@ public final class LimiterService implements AutoCloseable {
                     LogText.escape(rq.limitKey()), rq.quota().rate(), rq.quota().burst(), g, remaining, retry,
                     options.id());
         }
-        return new CheckResponse(result, rq.level().label(), rq.limitKey(), remaining, retry, options.id());
+        return new CheckResponse(result, rq.level().label(), rq.limitKey(), remaining, retry, options.id(),
+                rq.quota().rate(), rq.quota().burst());
     }
 
     private void count(String result, String level) {

@@ -16,7 +16,7 @@ import java.util.regex.Pattern;
  * change) and of the factor, so clients can tell whether their cached list is current.
  * Thread-safe (all methods synchronised; the table is small).
  */
-public final class HeartbeatMembership {
+public final class HeartbeatMembership implements MembershipSource {
 
     /** Ids: 1–128 characters of {@code [A-Za-z0-9._:-]}. */
     public static final Pattern ID = Pattern.compile("[A-Za-z0-9._:-]{1,128}");
@@ -94,6 +94,7 @@ public final class HeartbeatMembership {
     }
 
     /** Drops members whose TTL ran out and returns the current view. */
+    @Override
     public synchronized MembershipView view() {
         expire();
         List<Member> list = new ArrayList<>(members.size());

@@ -47,16 +47,44 @@ public final class ObserverService implements AutoCloseable {
         }
     }
 
-    private final HeartbeatMembership membership;
+    private final MembershipSource membership;
     private final HttpServer server;
     private final long sweepTimer;
     private final Vertx vertx;
 
-    private ObserverService(Vertx vertx, HeartbeatMembership membership, HttpServer server, long sweepTimer) {
+    private ObserverService(Vertx vertx, MembershipSource membership, HttpServer server, long sweepTimer) {
         this.vertx = vertx;
         this.membership = membership;
         this.server = server;
         this.sweepTimer = sweepTimer;
+    }
+
+    /**
+     * Starts an observer over another membership source (etcd): heartbeats are refused with 409, and
+     * {@code /health} answers 503 while {@code ready} is false.
+     *
+     * @param listen address to bind
+     * @param source the membership source
+     * @param ready  whether the source is in contact with its origin
+     * @return the running service once it listens
+     */
+    public static Future<ObserverService> start(Vertx vertx, HostPort listen, MembershipSource source,
+                                                java.util.function.BooleanSupplier ready, MeterRegistry registry) {
+        Gauge.builder("levee_observer_limiters", () -> source.view().limiters().size())
+                .description("active limiters").register(registry);
+        return Http.listen(vertx, listen, req -> {
+            if (req.path().equals("/v1/heartbeat")) {
+                Http.error(req.response(), 409, "membership comes from etcd leases; heartbeats are not used");
+            } else if (req.path().equals("/health") && req.method() == HttpMethod.GET) {
+                boolean ok = ready.getAsBoolean();
+                Http.json(req.response(), ok ? 200 : 503, Map.of("status", ok ? "ready" : "etcd unreachable"));
+            } else {
+                handle(req, null, source, registry);
+            }
+        }).map(server -> {
+            LOG.info("observer listening on {} (membership from etcd)", server.actualPort());
+            return new ObserverService(vertx, source, server, -1);
+        });
     }
 
     /**
@@ -69,7 +97,7 @@ public final class ObserverService implements AutoCloseable {
                 options.maxMembers());
         Gauge.builder("levee_observer_limiters", () -> membership.view().limiters().size())
                 .description("active limiters").register(registry);
-        return Http.listen(vertx, options.listen(), req -> handle(req, membership, registry)).map(server -> {
+        return Http.listen(vertx, options.listen(), req -> handle(req, membership, membership, registry)).map(server -> {
             long every = Math.max(100, options.ttl().toMillis() / 4);
             long timer = vertx.setPeriodic(every, id -> membership.view());
             LOG.info("observer listening on {} ttl={}ms factor={}", server.actualPort(), options.ttl().toMillis(),
@@ -81,24 +109,25 @@ public final class ObserverService implements AutoCloseable {
     private record Heartbeat(String id, String address) {
     }
 
-    private static void handle(HttpServerRequest req, HeartbeatMembership membership, MeterRegistry registry) {
+    private static void handle(HttpServerRequest req, HeartbeatMembership heartbeats, MembershipSource membership,
+                               MeterRegistry registry) {
         String path = req.path();
         try {
             if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET) {
                 Http.json(req.response(), 200, membership.view());
-            } else if (path.equals("/v1/heartbeat") && req.method() == HttpMethod.POST) {
+            } else if (path.equals("/v1/heartbeat") && req.method() == HttpMethod.POST && heartbeats != null) {
                 Http.withBody(req, body -> {
                     try {
                         Heartbeat hb = Json.parse(body, Heartbeat.class);
-                        membership.heartbeat(hb.id(), hb.address());
+                        heartbeats.heartbeat(hb.id(), hb.address());
                         req.response().setStatusCode(204).end();
                     } catch (IllegalArgumentException e) {
                         Http.error(req.response(), 400, e.getMessage());
                     }
                 });
-            } else if (path.startsWith("/v1/limiters/") && req.method() == HttpMethod.DELETE) {
+            } else if (path.startsWith("/v1/limiters/") && req.method() == HttpMethod.DELETE && heartbeats != null) {
                 String id = path.substring("/v1/limiters/".length());
-                if (membership.leave(id)) {
+                if (heartbeats.leave(id)) {
                     LOG.info("limiter left id={}", dev.levee.runtime.LogText.escape(id));
                     req.response().setStatusCode(204).end();
                 } else {
@@ -117,8 +146,8 @@ public final class ObserverService implements AutoCloseable {
         }
     }
 
-    /** Returns the membership, for the embedding process. */
-    public HeartbeatMembership membership() {
+    /** Returns the membership source, for the embedding process. */
+    public MembershipSource membership() {
         return membership;
     }
 
@@ -129,7 +158,9 @@ public final class ObserverService implements AutoCloseable {
 
     /** Stops listening. */
     public Future<Void> stop() {
-        vertx.cancelTimer(sweepTimer);
+        if (sweepTimer >= 0) {
+            vertx.cancelTimer(sweepTimer);
+        }
         return server.close();
     }
 

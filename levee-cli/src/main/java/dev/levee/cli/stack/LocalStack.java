@@ -4,7 +4,7 @@ import dev.levee.client.LeveeClient;
 import dev.levee.gateway.GatewayService;
 import dev.levee.limiter.LimiterService;
 import dev.levee.observer.ObserverService;
-import dev.levee.quota.QuotaConfig;
+import dev.levee.config.QuotaSource;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -14,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 
 /**
  * A whole Levee stack in one JVM on free loopback ports: observer, {@code n} limiters, the client
@@ -67,11 +66,11 @@ public final class LocalStack implements AutoCloseable {
      * @return the running stack
      * @throws IllegalStateException when a component cannot start within 30 s
      */
-    public static LocalStack start(int backend, Supplier<QuotaConfig> config, Settings settings, MeterRegistry registry) {
+    public static LocalStack start(int backend, QuotaSource config, Settings settings, MeterRegistry registry) {
         Vertx vertx = Vertx.vertx();
         HostPort any = new HostPort("127.0.0.1", 0);
         ObserverService observer = await(ObserverService.start(vertx,
-                new ObserverService.Options(any, settings.ttl(), config.get().factor(), 1024),
+                new ObserverService.Options(any, settings.ttl(), config.current().factor(), 1024),
                 SystemTicker.INSTANCE, registry));
         HostPort obs = new HostPort("127.0.0.1", observer.port());
         List<LimiterService> limiters = new ArrayList<>();

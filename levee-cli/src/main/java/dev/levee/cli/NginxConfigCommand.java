@@ -1,0 +1,137 @@
+package dev.levee.cli;
+
+import dev.levee.cli.stack.NginxConfig;
+import dev.levee.runtime.HostPort;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code levee nginx-config}: prints the NGINX configuration of Levee's enforcement point
+ * (SPEC.md §1) for given addresses and paths, or writes a runnable prefix directory.
+ *
+ * <p>Parts: {@code full} (a standalone nginx.conf, the default), {@code http} (include inside
+ * {@code http {}}), {@code check} (include inside each S3 {@code server {}}), {@code site} (S3
+ * upstream and server block), {@code lua} (rate.lua itself). With {@code --out DIR} it writes
+ * {@code DIR/nginx.conf} and {@code DIR/lua/rate.lua}, ready for
+ * {@code nginx -p DIR/ -c DIR/nginx.conf}.
+ */
+@Command(name = "nginx-config", mixinStandardHelpOptions = true,
+        description = "Print the NGINX configuration that enforces Levee's decisions (rate.lua in access_by_lua)"
+                + " for given ports and paths, or write a runnable prefix directory with --out.")
+final class NginxConfigCommand implements Callable<Integer> {
+
+    /** What to print. */
+    enum Part { full, http, check, site, lua }
+
+    @Option(names = "--part", defaultValue = "full",
+            description = "full | http | check | site | lua (default: ${DEFAULT-VALUE})")
+    Part part;
+
+    @Option(names = "--listen", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:8080",
+            description = "S3 listener of NGINX (default: ${DEFAULT-VALUE})")
+    HostPort listen;
+
+    @Option(names = "--backend", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:9000",
+            description = "S3 backend or levee gateway the accepted requests go to (default: ${DEFAULT-VALUE})")
+    HostPort backend;
+
+    @Option(names = "--client", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7200",
+            description = "the local levee-client (default: ${DEFAULT-VALUE})")
+    HostPort client;
+
+    @Option(names = "--on-failure", defaultValue = "allow",
+            description = "allow | deny: what NGINX does when no decision comes back (default: ${DEFAULT-VALUE})")
+    NginxConfig.OnFailure onFailure;
+
+    @Option(names = "--timeout", converter = Converters.DurationConverter.class, defaultValue = "1s",
+            description = "longest a check may take before on_failure applies (default: ${DEFAULT-VALUE})")
+    Duration timeout;
+
+    @Option(names = "--check-location", defaultValue = "/.levee",
+            description = "internal location of the check (default: ${DEFAULT-VALUE})")
+    String checkLocation;
+
+    @Option(names = "--lua-dir", description = "directory holding rate.lua (default: /etc/nginx/levee, or DIR/lua"
+            + " with --out)")
+    Path luaDir;
+
+    @Option(names = "--check-include", defaultValue = "/etc/nginx/levee/levee-check.conf",
+            description = "path the site part includes the check part from (default: ${DEFAULT-VALUE})")
+    String checkInclude;
+
+    @Option(names = "--access-log", description = "access log of the S3 server (default: logs/access.log for full,"
+            + " /var/log/nginx/levee-s3.access.log for site)")
+    String accessLog;
+
+    @Option(names = "--workers", defaultValue = "auto", description = "worker_processes (default: ${DEFAULT-VALUE})")
+    String workers;
+
+    @Option(names = "--status-listen", converter = Converters.HostPortConverter.class,
+            description = "loopback listener for GET /levee/stats (full only; default: none)")
+    HostPort statusListen;
+
+    @Option(names = "--lua-module", split = ",",
+            description = "module files to load_module, comma-separated (full only; default: the Debian/Ubuntu"
+                    + " lua module and NDK when installed, none for OpenResty)")
+    List<Path> luaModules;
+
+    @Option(names = "--http2", description = "ask for HTTP/2 on the S3 listener (refused: see docs/nginx.md)")
+    boolean http2;
+
+    @Option(names = "--out", description = "write DIR/nginx.conf and DIR/lua/rate.lua instead of printing")
+    Path out;
+
+    @Override
+    public Integer call() throws IOException {
+        NginxConfig.Builder b = NginxConfig.builder()
+                .listen(listen).backend(backend).client(client).onFailure(onFailure).timeout(timeout)
+                .checkLocation(checkLocation).checkInclude(checkInclude).workers(workers)
+                .statusListen(statusListen).http2(http2);
+        if (luaModules != null) {
+            b.modules(luaModules);
+        }
+        if (out != null) {
+            b.luaDir(luaDir != null ? luaDir : out.toAbsolutePath().resolve("lua"));
+        } else if (luaDir != null) {
+            b.luaDir(luaDir);
+        }
+        if (accessLog != null) {
+            b.accessLog(accessLog);
+        } else if (part == Part.site) {
+            b.accessLog("/var/log/nginx/levee-s3.access.log");
+        }
+        NginxConfig cfg = b.build();
+        String text = part == Part.lua ? NginxConfig.rateLua() : cfg.render(switch (part) {
+            case http -> NginxConfig.Part.HTTP;
+            case check -> NginxConfig.Part.CHECK;
+            case site -> NginxConfig.Part.SITE;
+            default -> NginxConfig.Part.FULL;
+        });
+        if (out == null) {
+            PrintStream o = System.out;
+            o.print(text);
+            o.flush();
+            return 0;
+        }
+        if (part != Part.full) {
+            throw new IllegalArgumentException("--out writes a whole prefix directory: use it with --part full");
+        }
+        Path dir = out.toAbsolutePath();
+        Files.createDirectories(dir.resolve("lua"));
+        Files.createDirectories(dir.resolve("logs"));
+        Files.createDirectories(dir.resolve("tmp"));
+        Files.writeString(dir.resolve("nginx.conf"), text, StandardCharsets.UTF_8);
+        Files.writeString(dir.resolve("lua/rate.lua"), NginxConfig.rateLua(), StandardCharsets.UTF_8);
+        System.out.println("wrote " + dir.resolve("nginx.conf") + " and " + dir.resolve("lua/rate.lua"));
+        System.out.println("run:  nginx -p " + dir + "/ -c " + dir.resolve("nginx.conf"));
+        return 0;
+    }
+}

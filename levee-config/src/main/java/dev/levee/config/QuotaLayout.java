@@ -1,0 +1,126 @@
+package dev.levee.config;
+
+import dev.levee.core.S3Operation;
+import dev.levee.quota.ConfigProblem;
+import dev.levee.quota.Quota;
+import dev.levee.quota.QuotaConfig;
+import dev.levee.quota.QuotaConfigException;
+import dev.levee.quota.ResourceQuotas;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Maps a quota configuration to and from the etcd layout of SPEC.md §4, relative to a prefix:
+ *
+ * <table>
+ * <caption>keys</caption>
+ * <tr><td>{@code factor}</td><td>group factor DF, integer ≥ 1 (default 1 when absent)</td></tr>
+ * <tr><td>{@code quotas/default}</td><td>{@code {rate, burst}} (required)</td></tr>
+ * <tr><td>{@code quotas/methods_default}</td><td>{@code {<Operation>: {rate, burst}}}</td></tr>
+ * <tr><td>{@code resources/<bucket>}</td><td>{@code {quota, prefixes}}</td></tr>
+ * </table>
+ *
+ * <p>Keys under {@code limiters/} (membership) are ignored; any other key is an error naming it.
+ * Each value is validated with the same rules as the single-file form; errors name the etcd key.
+ */
+public final class QuotaLayout {
+
+    /** Relative key of the group factor. */
+    public static final String FACTOR = "factor";
+    /** Relative key of the default quota. */
+    public static final String DEFAULT = "quotas/default";
+    /** Relative key of the per-operation defaults. */
+    public static final String METHODS_DEFAULT = "quotas/methods_default";
+    /** Relative key prefix of resources. */
+    public static final String RESOURCES = "resources/";
+    /** Relative key prefix of limiter membership (not quota data). */
+    public static final String LIMITERS = "limiters/";
+
+    private QuotaLayout() {
+    }
+
+    /** Returns whether a relative key holds quota data (and not membership). */
+    public static boolean isQuotaKey(String relativeKey) {
+        return !relativeKey.startsWith(LIMITERS);
+    }
+
+    /**
+     * Builds a configuration from the values under the prefix.
+     *
+     * @param prefix  the etcd prefix, for messages (for example {@code /levee/})
+     * @param values  relative key → YAML value; keys under {@code limiters/} are skipped
+     * @return the validated configuration
+     * @throws QuotaConfigException naming each etcd key and field at fault
+     */
+    public static QuotaConfig fromValues(String prefix, Map<String, String> values) {
+        List<ConfigProblem> problems = new ArrayList<>();
+        QuotaConfig.Builder b = QuotaConfig.builder();
+        boolean haveDefault = false;
+        Map<String, ResourceQuotas> resources = new TreeMap<>();
+        for (Map.Entry<String, String> e : new TreeMap<>(values).entrySet()) {
+            String key = e.getKey();
+            String full = prefix + key;
+            if (!isQuotaKey(key)) {
+                continue;
+            }
+            try {
+                if (key.equals(FACTOR)) {
+                    b.factor(QuotaConfigLoader.parseFactor(e.getValue(), full));
+                } else if (key.equals(DEFAULT)) {
+                    b.defaultQuota(QuotaConfigLoader.parseQuota(e.getValue(), full));
+                    haveDefault = true;
+                } else if (key.equals(METHODS_DEFAULT)) {
+                    b.methodsDefault(QuotaConfigLoader.parseMethods(e.getValue(), full));
+                } else if (key.startsWith(RESOURCES) && key.length() > RESOURCES.length()) {
+                    String bucket = key.substring(RESOURCES.length());
+                    resources.put(bucket, QuotaConfigLoader.parseResource(bucket, e.getValue(), full));
+                } else {
+                    problems.add(new ConfigProblem(full, "key", null, "unknown key: expected " + prefix + FACTOR + ", "
+                            + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT + " or " + prefix + RESOURCES + "<bucket>"));
+                }
+            } catch (QuotaConfigException ex) {
+                problems.addAll(ex.problems());
+            }
+        }
+        if (!haveDefault && problems.stream().noneMatch(p -> p.location().equals(prefix + DEFAULT))) {
+            problems.add(new ConfigProblem(prefix + DEFAULT, "key", null, "missing: the default quota is required"));
+        }
+        if (!problems.isEmpty()) {
+            throw new QuotaConfigException(problems);
+        }
+        b.resources(resources);
+        return b.build();
+    }
+
+    /**
+     * Splits a configuration into the values of the etcd layout.
+     *
+     * @param cfg the configuration
+     * @return relative key → YAML value, in key order
+     */
+    public static Map<String, String> toValues(QuotaConfig cfg) {
+        Map<String, String> out = new LinkedHashMap<>();
+        out.put(FACTOR, Integer.toString(cfg.factor()));
+        out.put(DEFAULT, QuotaYamlWriter.writePart(cfg.defaultQuota()));
+        if (!cfg.methodsDefault().isEmpty()) {
+            out.put(METHODS_DEFAULT, QuotaYamlWriter.writePart(cfg.methodsDefault()));
+        }
+        for (Map.Entry<String, ResourceQuotas> e : cfg.resources().entrySet()) {
+            out.put(RESOURCES + e.getKey(), QuotaYamlWriter.writePart(e.getValue()));
+        }
+        return out;
+    }
+
+    /** Writes one resource's value for {@code resources/<bucket>}. */
+    public static String resourceYaml(ResourceQuotas r) {
+        return QuotaYamlWriter.writePart(r);
+    }
+
+    /** Writes a methods map's value. */
+    public static String methodsYaml(Map<S3Operation, Quota> m) {
+        return QuotaYamlWriter.writePart(m);
+    }
+}

@@ -1,0 +1,102 @@
+package dev.levee.governor;
+
+/**
+ * Holds one token bucket in exact integer arithmetic; the model is explained in {@link
+ * DrrBandwidthGovernor}. Credit is kept in nano-bytes (10<sup>-9</sup> byte) so that refilling
+ * {@code dt} ns at {@code rate} bytes/s adds exactly {@code dt × rate}: the fraction of a byte
+ * earned by a short interval is carried, never rounded away. Not thread-safe: the owning governor
+ * guards it with its lock.
+ */
+final class TokenBucket {
+
+    static final long NANOS_PER_SECOND = 1_000_000_000L;
+
+    private long rate;      // bytes/s; 0 = disabled (always pays)
+    private long burst;     // bytes
+    private long capacity;  // burst × 1e9 nano-bytes, ≤ 2^20 × 1e9 ≈ 1.05e15
+    private long credit;    // nano-bytes, 0 ≤ credit ≤ capacity
+    private long last;      // ticker reading of the last refill, ns
+
+    /** Creates a full bucket of {@code rate} bytes/s (0 = disabled) at {@code now}. */
+    TokenBucket(long rate, long now) {
+        this.rate = rate;
+        this.burst = GovernorConfig.burstBytes(rate);
+        this.capacity = burst * NANOS_PER_SECOND;
+        this.credit = capacity;
+        this.last = now;
+    }
+
+    boolean enabled() {
+        return rate != 0;
+    }
+
+    long rate() {
+        return rate;
+    }
+
+    long burst() {
+        return burst;
+    }
+
+    /** Returns the whole bytes in the bucket now (after the last refill). */
+    long availableBytes() {
+        return credit / NANOS_PER_SECOND;
+    }
+
+    /**
+     * Adds the credit earned since the last refill. Clamps to full <em>before</em> multiplying: if
+     * {@code dt} exceeds the time to fill, the product {@code dt × rate} (which could overflow after
+     * a long idle) is never formed; otherwise {@code dt × rate ≤ capacity} fits easily.
+     */
+    void refill(long now) {
+        long dt = now - last;
+        if (dt <= 0) {
+            return;
+        }
+        last = now;
+        long missing = capacity - credit;
+        if (rate == 0 || missing == 0) {
+            return;
+        }
+        if (dt > missing / rate) {
+            credit = capacity;
+        } else {
+            credit = Math.min(capacity, credit + dt * rate);
+        }
+    }
+
+    /** Returns whether the bucket holds {@code bytes} (≤ burst) now; a disabled bucket always does. */
+    boolean canPay(long bytes) {
+        return rate == 0 || credit >= bytes * NANOS_PER_SECOND;
+    }
+
+    /** Removes {@code bytes}; callers first check {@link #canPay}. */
+    void debit(long bytes) {
+        if (rate != 0) {
+            credit -= bytes * NANOS_PER_SECOND;
+        }
+    }
+
+    /** Returns the ns from the last refill until the bucket holds {@code bytes} (≤ burst); 0 if it does. */
+    long nanosUntil(long bytes) {
+        if (rate == 0) {
+            return 0;
+        }
+        long need = bytes * NANOS_PER_SECOND - credit;
+        return need <= 0 ? 0 : (need + rate - 1) / rate;
+    }
+
+    /**
+     * Changes the rate at {@code now}: refills at the old rate first, then clamps the credit to the
+     * new burst; a bucket that was disabled starts full (one new bounded burst, like a restart).
+     */
+    void setRate(long newRate, long now) {
+        refill(now);
+        last = now;
+        boolean wasDisabled = rate == 0;
+        rate = newRate;
+        burst = GovernorConfig.burstBytes(newRate);
+        capacity = burst * NANOS_PER_SECOND;
+        credit = wasDisabled ? capacity : Math.min(credit, capacity);
+    }
+}

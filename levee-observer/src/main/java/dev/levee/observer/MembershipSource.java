@@ -1,0 +1,11 @@
+package dev.levee.observer;
+
+/**
+ * Supplies the list of active limiters (SPEC.md §7): from heartbeats ({@link HeartbeatMembership}) or
+ * from etcd leases ({@code dev.levee.etcd.EtcdMembership}).
+ */
+public interface MembershipSource {
+
+    /** Returns the current list, with its revision and the group factor. */
+    MembershipView view();
+}
