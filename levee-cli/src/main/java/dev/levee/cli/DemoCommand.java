@@ -1,5 +1,6 @@
 package dev.levee.cli;
 
+import dev.levee.cli.stack.EmbeddedEtcd;
 import dev.levee.cli.stack.EmbeddedS3;
 import dev.levee.cli.stack.LocalStack;
 import dev.levee.core.S3Operation;
@@ -79,6 +80,10 @@ final class DemoCommand implements Callable<Integer> {
             description = "cap on the total offered rate, req/s; streams are scaled down to fit (default: ${DEFAULT-VALUE})")
     double maxRate;
 
+    @Option(names = "--etcd", description = "keep quotas, factor and membership in an etcd this command starts"
+            + " (needs the etcd binary: apt-get install -y etcd-server)")
+    boolean withEtcd;
+
     @Option(names = "--log-target", converter = Converters.LogTargetConverter.class,
             defaultValue = "file:levee-logs/demo.log",
             description = "where the components' RFC 5424 logs go (default: ${DEFAULT-VALUE})")
@@ -124,12 +129,19 @@ final class DemoCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "note: offered load scaled by %.2f to stay under --max-rate %.0f req/s%n", scale,
                     maxRate);
         }
+        if (withEtcd && EmbeddedEtcd.binary() == null) {
+            throw new IllegalArgumentException("--etcd needs etcd installed: apt-get install -y etcd-server"
+                    + " (or run the demo without --etcd: quotas then come from the file or the embedded defaults)");
+        }
         out.println("levee demo: starting S3 backend, observer, " + limiterCount + " limiters (factor "
-                + cfg.factor() + "), client and gateway on loopback...");
-        try (EmbeddedS3 s3 = EmbeddedS3.start();
-             LocalStack stack = LocalStack.start(s3.port(), new dev.levee.config.StaticQuotaSource(cfg), new LocalStack.Settings(limiterCount,
-                     Duration.ofSeconds(2), Duration.ofMillis(500), Duration.ofMillis(500), true,
-                     dev.levee.gateway.GatewayService.OnFailure.ALLOW), Metrics.newRegistry())) {
+                + cfg.factor() + "), client and gateway on loopback" + (withEtcd ? ", with etcd" : "") + "...");
+        LocalStack.Settings settings = new LocalStack.Settings(limiterCount, Duration.ofSeconds(2), Duration.ofMillis(500),
+                Duration.ofMillis(500), true, dev.levee.gateway.GatewayService.OnFailure.ALLOW);
+        try (EmbeddedEtcd etcd = withEtcd ? EmbeddedEtcd.start() : null;
+             EmbeddedS3 s3 = EmbeddedS3.start();
+             LocalStack stack = etcd == null
+                     ? LocalStack.start(s3.port(), new dev.levee.config.StaticQuotaSource(cfg), settings, Metrics.newRegistry())
+                     : startOnEtcd(out, etcd, cfg, s3.port(), settings)) {
             out.printf(Locale.ROOT, "  S3 backend   http://127.0.0.1:%d (S3Proxy, in memory)%n", s3.port());
             out.printf(Locale.ROOT, "  observer     http://127.0.0.1:%d/v1/limiters%n", stack.observer().port());
             stack.limiters().forEach(l -> out.printf(Locale.ROOT, "  %-12s http://%s%n", l.id(), l.address()));
@@ -145,6 +157,20 @@ final class DemoCommand implements Callable<Integer> {
         }
         Logging.shutdown();
         return 0;
+    }
+
+    private static LocalStack startOnEtcd(PrintStream out, EmbeddedEtcd etcd, QuotaConfig cfg, int backend,
+                                          LocalStack.Settings settings) throws Exception {
+        try (io.etcd.jetcd.Client c = dev.levee.etcd.Etcd.client(List.of(etcd.endpoint()))) {
+            List<io.etcd.jetcd.op.Op> puts = new ArrayList<>();
+            dev.levee.config.QuotaLayout.toValues(cfg).forEach((k, v) -> puts.add(io.etcd.jetcd.op.Op.put(
+                    io.etcd.jetcd.ByteSequence.from("/levee/" + k, StandardCharsets.UTF_8),
+                    io.etcd.jetcd.ByteSequence.from(v, StandardCharsets.UTF_8), io.etcd.jetcd.options.PutOption.DEFAULT)));
+            c.getKVClient().txn().Then(puts.toArray(io.etcd.jetcd.op.Op[]::new)).commit().get(10, TimeUnit.SECONDS);
+        }
+        out.println("  etcd         " + etcd.endpoint() + " (quotas under /levee; try: LEVEE_ETCD_ENDPOINTS="
+                + etcd.endpoint() + " ./levee quota get example-bucket)");
+        return LocalStack.startWithEtcd(backend, List.of(etcd.endpoint()), "/levee", settings, Metrics.newRegistry());
     }
 
     static S3Client s3Client(URI endpoint) {

@@ -42,6 +42,7 @@ public final class LocalStack implements AutoCloseable {
     }
 
     private final Vertx vertx;
+    private final List<AutoCloseable> extras = new ArrayList<>();
     private final ObserverService observer;
     private final List<LimiterService> limiters;
     private final LeveeClient client;
@@ -99,6 +100,64 @@ public final class LocalStack implements AutoCloseable {
         return stack;
     }
 
+    /**
+     * Starts the stack with quotas, factor and membership in etcd (SPEC.md §4, §7): every limiter reads
+     * its quotas from etcd and registers under a lease; the observer serves etcd's membership.
+     *
+     * @param backend   S3 backend port on 127.0.0.1
+     * @param endpoints etcd endpoints
+     * @param prefix    key prefix in etcd
+     * @param settings  sizes and timings (heartbeat and TTL are not used: the lease TTL is 5 s)
+     * @param registry  meters of every component
+     * @return the running stack
+     * @throws IllegalStateException when a component cannot start within 30 s
+     */
+    public static LocalStack startWithEtcd(int backend, List<String> endpoints, String prefix, Settings settings,
+                                           MeterRegistry registry) {
+        io.etcd.jetcd.Client etcd = dev.levee.etcd.Etcd.client(endpoints);
+        dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(etcd, prefix, 1000, 10_000);
+        dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(etcd, prefix,
+                () -> source.current().factor());
+        Vertx vertx = Vertx.vertx();
+        HostPort any = new HostPort("127.0.0.1", 0);
+        ObserverService observer = await(ObserverService.start(vertx, any, membership, source::ready, registry));
+        HostPort obs = new HostPort("127.0.0.1", observer.port());
+        List<LimiterService> limiters = new ArrayList<>();
+        List<AutoCloseable> leases = new ArrayList<>();
+        for (int i = 1; i <= settings.limiters(); i++) {
+            LimiterService l = await(LimiterService.start(vertx, new LimiterService.Options("limiter-" + i, any, null, null,
+                    settings.heartbeat(), 1_000_000), source, SystemTicker.INSTANCE, registry));
+            limiters.add(l);
+            leases.add(dev.levee.etcd.EtcdRegistration.start(etcd, prefix, l.id(), l.address().toString(), 5));
+        }
+        LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
+                Duration.ofMillis(500), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
+        GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
+                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256),
+                client, registry));
+        LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
+        stack.extras.addAll(leases);
+        stack.extras.add(membership);
+        stack.extras.add(source);
+        stack.extras.add(etcd);
+        stack.waitForLimiters(settings.limiters());
+        return stack;
+    }
+
+    private void waitForLimiters(int n) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (client.view().limiters().size() < n) {
+            if (System.nanoTime() - deadline > 0) {
+                close();
+                throw new IllegalStateException("limiters did not register within 30 s");
+            }
+            await(client.refresh().recover(e -> Future.succeededFuture()));
+            if (client.view().limiters().size() < n) {
+                await(vertx.timer(50).mapEmpty());
+            }
+        }
+    }
+
     private static <T> T await(Future<T> f) {
         try {
             return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -152,6 +211,13 @@ public final class LocalStack implements AutoCloseable {
             await(vertx.close());
         } catch (RuntimeException e) {
             // closing anyway
+        }
+        for (AutoCloseable c : extras) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                // closing anyway
+            }
         }
     }
 }
