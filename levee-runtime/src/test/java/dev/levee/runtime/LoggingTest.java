@@ -1,0 +1,77 @@
+package dev.levee.runtime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.DatagramPacket;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
+
+/** Logs leave as RFC 5424 syslog messages, over UDP or to a file, with request text escaped. */
+class LoggingTest {
+
+    /** RFC 5424 §6: {@code <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID STRUCTURED-DATA MSG}. */
+    static final String RFC5424 = "^<\\d{1,3}>1 \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?(Z|[+-]\\d\\d:\\d\\d) \\S+ \\S+ \\S+ \\S+ (-|\\[.*\\]) .*";
+
+    @AfterEach
+    void reset() {
+        Logging.configure(LogTarget.parse("stderr"), "levee-test", "WARN");
+    }
+
+    @Test
+    void udpSyslogReceivesRfc5424Lines() throws Exception {
+        try (DatagramSocket socket = new DatagramSocket(0, InetAddress.getLoopbackAddress())) {
+            socket.setSoTimeout(5000);
+            Logging.configure(LogTarget.parse("udp://127.0.0.1:" + socket.getLocalPort()), "levee-limiter", "INFO");
+            LoggerFactory.getLogger("levee.limiter.decision").info("decision result=rejected resource={} key={}",
+                    "example-bucket", LogText.escape("evil\nkey\u0000"));
+            byte[] buf = new byte[8192];
+            DatagramPacket p = new DatagramPacket(buf, buf.length);
+            socket.receive(p);
+            String line = new String(p.getData(), 0, p.getLength(), StandardCharsets.UTF_8);
+            assertThat(line).matches(RFC5424).contains("levee-limiter").contains("resource=example-bucket")
+                    .contains("key=evil\\x0akey\\x00").doesNotContain("\n");
+            assertThat(line).startsWith("<134>1 "); // facility local0 (16) * 8 + info (6)
+        }
+    }
+
+    @Test
+    void fileTargetWritesOneMessageALine(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("levee.log");
+        Logging.configure(LogTarget.parse("file:" + file), "levee-client", "INFO");
+        for (int i = 0; i < 5; i++) {
+            LoggerFactory.getLogger("levee.client").info("result=accepted limiter=127.0.0.1:7100 resource=b{}", i);
+        }
+        LoggerFactory.getLogger("levee.client").warn("a line with\na newline");
+        Logging.shutdown();
+        List<String> lines = new ArrayList<>(Files.readAllLines(file));
+        assertThat(lines).hasSize(6).allSatisfy(l -> assertThat(l).matches(RFC5424));
+        assertThat(lines.get(5)).contains("a line with\\na newline");
+    }
+
+    @Test
+    void targetsAreParsedWithClearErrors() {
+        assertThat(LogTarget.parse("tcp://[::1]:6514").host()).isEqualTo("::1");
+        assertThat(LogTarget.parse("stderr").kind()).isEqualTo("stderr");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> LogTarget.parse("syslog"))
+                .hasMessageContaining("udp://HOST:PORT");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> LogTarget.parse("udp://host:99999"))
+                .hasMessageContaining("out of range");
+    }
+
+    @Test
+    void logTextEscapesControlCharactersAndKeepsUnicode() {
+        assertThat(LogText.escape("photos/2024/ünïcødé ✓")).isEqualTo("photos/2024/ünïcødé ✓");
+        assertThat(LogText.escape("a\tb\\c\u007f\u2028")).isEqualTo("a\\x09b\\\\c\\x7f\\u2028");
+        assertThat(LogText.escape(null)).isEqualTo("-");
+        assertThat(LogText.escape("x".repeat(5000))).hasSize(LogText.DEFAULT_MAX_CHARS + 1).endsWith("…");
+    }
+}
