@@ -77,7 +77,7 @@ public final class LimiterService implements AutoCloseable {
     private final QuotaSource config;
     private final GcraTable table;
     private final MeterRegistry registry;
-    private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+    private final Map<String, Map<String, Counter>> counters = new ConcurrentHashMap<>();
     private final Vertx vertx;
     private HttpServer server;
     private HttpClientAgent heartbeatClient;
@@ -212,7 +212,8 @@ public final class LimiterService implements AutoCloseable {
     }
 
     private void count(String result, String level) {
-        counters.computeIfAbsent(result + "|" + level, k -> Counter.builder("levee_limiter_decisions_total")
+        Map<String, Counter> byLevel = counters.computeIfAbsent(result, r -> new ConcurrentHashMap<>());
+        byLevel.computeIfAbsent(level, k -> Counter.builder("levee_limiter_decisions_total")
                 .description("decisions by result and matched quota level")
                 .tag("result", result).tag("level", level).register(registry)).increment();
     }

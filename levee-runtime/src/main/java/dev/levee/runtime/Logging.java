@@ -49,7 +49,8 @@ public final class Logging {
             case "file" -> b.newAppender("out", "File")
                     .addAttribute("fileName", target.file().toString())
                     .addAttribute("append", true)
-                    .addAttribute("immediateFlush", true)
+                    .addAttribute("immediateFlush", false) // flushed at the end of each async batch
+                    .addAttribute("bufferedIo", true)
                     .add(rfc5424);
             case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR").add(rfc5424);
             default -> b.newAppender("out", "Syslog")
