@@ -33,12 +33,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
 import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.http.apache.ApacheHttpClient;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 
@@ -174,16 +169,7 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     static S3Client s3Client(URI endpoint) {
-        return S3Client.builder()
-                .endpointOverride(endpoint)
-                .region(Region.US_EAST_1)
-                .forcePathStyle(true)
-                .credentialsProvider(StaticCredentialsProvider.create(
-                        AwsBasicCredentials.create(EmbeddedS3.ACCESS_KEY, EmbeddedS3.SECRET_KEY)))
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(256)
-                        .connectionTimeout(Duration.ofSeconds(5)).socketTimeout(Duration.ofSeconds(30)))
-                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
-                .build();
+        return EmbeddedS3.client(endpoint);
     }
 
     /** Derives one stream per quota entry, keeping those the resolver confirms hit that entry. */

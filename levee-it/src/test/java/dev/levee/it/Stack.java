@@ -9,12 +9,6 @@ import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import java.net.URI;
 import java.nio.file.Path;
-import java.time.Duration;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.awscore.retry.AwsRetryStrategy;
-import software.amazon.awssdk.http.apache.ApacheHttpClient;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /** Test fixture: S3 backend + a whole local stack + AWS SDK clients, all on loopback. */
@@ -39,16 +33,7 @@ final class Stack implements AutoCloseable {
     }
 
     static S3Client client(URI endpoint) {
-        return S3Client.builder()
-                .endpointOverride(endpoint)
-                .region(Region.US_EAST_1)
-                .forcePathStyle(true)
-                .credentialsProvider(StaticCredentialsProvider.create(
-                        AwsBasicCredentials.create(EmbeddedS3.ACCESS_KEY, EmbeddedS3.SECRET_KEY)))
-                .httpClientBuilder(ApacheHttpClient.builder().maxConnections(512)
-                        .connectionTimeout(Duration.ofSeconds(5)).socketTimeout(Duration.ofSeconds(30)))
-                .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
-                .build();
+        return EmbeddedS3.client(endpoint);
     }
 
     @Override

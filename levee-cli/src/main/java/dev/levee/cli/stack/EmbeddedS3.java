@@ -36,6 +36,20 @@ public final class EmbeddedS3 implements AutoCloseable {
      * @throws IllegalStateException when it cannot start
      */
     public static EmbeddedS3 start() {
+        return start(java.util.Map.of());
+    }
+
+    /**
+     * Starts a backend on a free port of 127.0.0.1 that also accepts {@code moreKeys} (access key
+     * id → secret key), all sharing one store, for tests of several principals.
+     *
+     * @param moreKeys access keys besides {@link #ACCESS_KEY}
+     * @return the running backend
+     * @throws IllegalStateException when it cannot start
+     */
+    public static EmbeddedS3 start(java.util.Map<String, String> moreKeys) {
+        java.util.Map<String, String> keys = new java.util.HashMap<>(moreKeys);
+        keys.put(ACCESS_KEY, SECRET_KEY);
         BlobStoreContext context = ContextBuilder.newBuilder("transient")
                 .credentials("identity", "credential")
                 .build(BlobStoreContext.class);
@@ -49,6 +63,13 @@ public final class EmbeddedS3 implements AutoCloseable {
                     .ignoreUnknownHeaders(true)
                     .jettyMaxThreads(64)
                     .build();
+            if (!moreKeys.isEmpty()) {
+                BlobStore store = context.getBlobStore();
+                proxy.setBlobStoreLocator((identity, container, blob) -> {
+                    String secret = identity == null ? null : keys.get(identity);
+                    return secret == null ? null : java.util.Map.entry(secret, store);
+                });
+            }
             try {
                 proxy.start();
                 long deadline = System.currentTimeMillis() + 10_000;
@@ -74,6 +95,27 @@ public final class EmbeddedS3 implements AutoCloseable {
         } catch (java.io.IOException e) {
             throw new IllegalStateException("no free port", e);
         }
+    }
+
+    /**
+     * Builds an AWS SDK v2 S3 client for this backend's credentials: path-style, retries off (so a
+     * SlowDown reaches the caller), the Apache HTTP client (one Netty line in the JVM).
+     *
+     * @param endpoint the backend, a gateway or NGINX in front of it
+     * @return a new client (close it)
+     */
+    public static software.amazon.awssdk.services.s3.S3Client client(URI endpoint) {
+        return software.amazon.awssdk.services.s3.S3Client.builder()
+                .endpointOverride(endpoint)
+                .region(software.amazon.awssdk.regions.Region.US_EAST_1)
+                .forcePathStyle(true)
+                .credentialsProvider(software.amazon.awssdk.auth.credentials.StaticCredentialsProvider.create(
+                        software.amazon.awssdk.auth.credentials.AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+                .httpClientBuilder(software.amazon.awssdk.http.apache.ApacheHttpClient.builder().maxConnections(512)
+                        .connectionTimeout(java.time.Duration.ofSeconds(5)).socketTimeout(java.time.Duration.ofSeconds(30)))
+                .overrideConfiguration(o -> o.retryStrategy(
+                        software.amazon.awssdk.awscore.retry.AwsRetryStrategy.doNotRetry()))
+                .build();
     }
 
     /** Returns the port on 127.0.0.1. */

@@ -86,17 +86,7 @@ public final class LocalStack implements AutoCloseable {
                 new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256),
                 client, registry));
         LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (client.view().limiters().size() < settings.limiters()) {
-            if (System.nanoTime() - deadline > 0) {
-                stack.close();
-                throw new IllegalStateException("limiters did not register with the observer within 30 s");
-            }
-            await(client.refresh().recover(e -> Future.succeededFuture()));
-            if (client.view().limiters().size() < settings.limiters()) {
-                await(vertx.timer(50).mapEmpty());
-            }
-        }
+        stack.waitForLimiters(settings.limiters());
         return stack;
     }
 
