@@ -2,7 +2,6 @@ package dev.levee.runtime;
 
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.core.LoggerContext;
-import org.apache.logging.log4j.core.config.Configurator;
 import org.apache.logging.log4j.core.config.builder.api.AppenderComponentBuilder;
 import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilder;
 import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilderFactory;
@@ -71,6 +70,7 @@ public final class Logging {
         b.add(b.newAppender("async", "Async")
                 .addAttribute("blocking", false)
                 .addAttribute("bufferSize", QUEUE_SIZE)
+                .addAttribute("shutdownTimeout", 5000)
                 .addComponent(b.newAppenderRef("out")));
         b.add(b.newRootLogger(Level.toLevel(level, Level.INFO)).add(b.newAppenderRef("async")));
         // chatty third-party loggers stay at WARN
@@ -78,16 +78,19 @@ public final class Logging {
                 "software.amazon", "org.apache.http", "io.grpc", "io.etcd"}) {
             b.add(b.newLogger(noisy, Level.WARN).addAttribute("additivity", true));
         }
-        LoggerContext ctx = Configurator.initialize(b.build());
-        if (ctx != null) {
-            ctx.setConfiguration(b.build());
-            ctx.updateLoggers();
+        BuiltConfiguration config = b.build();
+        LoggerContext ctx = (LoggerContext) org.apache.logging.log4j.LogManager.getContext(false);
+        if (!ctx.isStarted()) {
+            ctx.start(config);
+        } else {
+            ctx.setConfiguration(config); // starts the new configuration, then stops the old one
         }
+        ctx.updateLoggers();
     }
 
     /** Flushes and stops logging; call last on shutdown. */
     public static void shutdown() {
         LoggerContext ctx = (LoggerContext) org.apache.logging.log4j.LogManager.getContext(false);
-        Configurator.shutdown(ctx);
+        ctx.stop(10, java.util.concurrent.TimeUnit.SECONDS);
     }
 }

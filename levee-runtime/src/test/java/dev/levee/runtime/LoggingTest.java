@@ -51,10 +51,23 @@ class LoggingTest {
             LoggerFactory.getLogger("levee.client").info("result=accepted limiter=127.0.0.1:7100 resource=b{}", i);
         }
         LoggerFactory.getLogger("levee.client").warn("a line with\na newline");
-        Logging.shutdown();
+        // the async appender flushes the file at the end of each batch: no shutdown needed to see the lines
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5))
+                .until(() -> Files.exists(file) && Files.readAllLines(file).size() == 6);
         List<String> lines = new ArrayList<>(Files.readAllLines(file));
         assertThat(lines).hasSize(6).allSatisfy(l -> assertThat(l).matches(RFC5424));
         assertThat(lines.get(5)).contains("a line with\\na newline");
+    }
+
+    @Test
+    void shutdownFlushesWhatIsQueued(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("levee.log");
+        Logging.configure(LogTarget.parse("file:" + file), "levee-limiter", "INFO");
+        for (int i = 0; i < 200; i++) {
+            LoggerFactory.getLogger("levee.limiter.decision").info("decision {}", i);
+        }
+        Logging.shutdown();
+        assertThat(Files.readAllLines(file)).hasSize(200);
     }
 
     @Test
