@@ -16,7 +16,6 @@ import dev.levee.runtime.Metrics;
 import java.io.PrintStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -79,6 +78,10 @@ final class DemoCommand implements Callable<Integer> {
             + " (needs the etcd binary: apt-get install -y etcd-server)")
     boolean withEtcd;
 
+    @Option(names = "--nginx", description = "enforce in a real NGINX (rate.lua) in front of the gateway, whose own"
+            + " check is then off (needs nginx and its lua module: apt-get install -y nginx libnginx-mod-http-lua)")
+    boolean withNginx;
+
     @Option(names = "--log-target", converter = Converters.LogTargetConverter.class,
             defaultValue = "file:levee-logs/demo.log",
             description = "where the components' RFC 5424 logs go (default: ${DEFAULT-VALUE})")
@@ -104,9 +107,6 @@ final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--max-rate must be positive");
         }
         QuotaConfig cfg = Quotas.load(quotas);
-        if (logTarget.file() != null && logTarget.file().getParent() != null) {
-            Files.createDirectories(logTarget.file().getParent());
-        }
         Logging.configure(logTarget, "levee-demo", "INFO");
         PrintStream out = System.out;
         List<Stream> streams = deriveStreams(cfg, loadFactor);
@@ -128,26 +128,41 @@ final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--etcd needs etcd installed: apt-get install -y etcd-server"
                     + " (or run the demo without --etcd: quotas then come from the file or the embedded defaults)");
         }
+        if (withNginx && dev.levee.cli.stack.EmbeddedNginx.unavailable().isPresent()) {
+            throw new IllegalArgumentException("--nginx: " + dev.levee.cli.stack.EmbeddedNginx.unavailable().get());
+        }
         out.println("levee demo: starting S3 backend, observer, " + limiterCount + " limiters (factor "
                 + cfg.factor() + "), client and gateway on loopback" + (withEtcd ? ", with etcd" : "") + "...");
+        io.micrometer.core.instrument.MeterRegistry registry = Metrics.newRegistry();
         LocalStack.Settings settings = new LocalStack.Settings(limiterCount, Duration.ofSeconds(2), Duration.ofMillis(500),
-                Duration.ofMillis(500), true, dev.levee.gateway.GatewayService.OnFailure.ALLOW);
+                Duration.ofMillis(500), !withNginx, dev.levee.gateway.GatewayService.OnFailure.ALLOW);
         try (EmbeddedEtcd etcd = withEtcd ? EmbeddedEtcd.start() : null;
              EmbeddedS3 s3 = EmbeddedS3.start();
              LocalStack stack = etcd == null
-                     ? LocalStack.start(s3.port(), new dev.levee.config.StaticQuotaSource(cfg), settings, Metrics.newRegistry())
-                     : startOnEtcd(out, etcd, cfg, s3.port(), settings)) {
+                     ? LocalStack.start(s3.port(), new dev.levee.config.StaticQuotaSource(cfg), settings, registry)
+                     : startOnEtcd(out, etcd, cfg, s3.port(), settings, registry)) {
             out.printf(Locale.ROOT, "  S3 backend   http://127.0.0.1:%d (S3Proxy, in memory)%n", s3.port());
             out.printf(Locale.ROOT, "  observer     http://127.0.0.1:%d/v1/limiters%n", stack.observer().port());
             stack.limiters().forEach(l -> out.printf(Locale.ROOT, "  %-12s http://%s%n", l.id(), l.address()));
             out.printf(Locale.ROOT, "  gateway      http://127.0.0.1:%d (metrics: http://127.0.0.1:%d/metrics)%n",
                     stack.gateway().port(), stack.gateway().adminPort());
             out.println("  logs         " + logTarget + " (RFC 5424; grep a bucket name to see its decisions)");
-            try (S3Client direct = s3Client(URI.create("http://127.0.0.1:" + s3.port()));
-                 S3Client viaGateway = s3Client(URI.create("http://127.0.0.1:" + stack.gateway().port()))) {
+            try (dev.levee.cli.stack.NginxFront front = withNginx ? dev.levee.cli.stack.NginxFront.start(stack,
+                         logTarget.file() != null && logTarget.file().getParent() != null
+                                 ? logTarget.file().resolveSibling("nginx") : Path.of("levee-logs", "nginx")) : null;
+                 S3Client direct = s3Client(URI.create("http://127.0.0.1:" + s3.port()));
+                 S3Client viaGateway = s3Client(URI.create("http://127.0.0.1:"
+                         + (front != null ? front.port() : stack.gateway().port())))) {
+                if (front != null) {
+                    out.printf(Locale.ROOT, "  nginx        http://127.0.0.1:%d checks each request (rate.lua -> levee-client"
+                            + " :%d); the gateway does not check again%n", front.port(), front.clientPort());
+                    out.println("  nginx log    " + front.accessLog() + " (levee=accepted|rejected|failed per request)");
+                }
                 seed(direct, streams);
                 warmUp(out, direct, viaGateway, warmup);
-                run(out, viaGateway, streams, cfg.factor(), Math.min(cfg.factor(), limiterCount));
+                run(out, viaGateway, streams, cfg.factor(), Math.min(cfg.factor(), limiterCount),
+                        () -> (long) registry.find("levee_gateway_requests_total").tag("result", "failed").counters()
+                                .stream().mapToDouble(io.micrometer.core.instrument.Counter::count).sum());
             }
         }
         Logging.shutdown();
@@ -155,7 +170,8 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private static LocalStack startOnEtcd(PrintStream out, EmbeddedEtcd etcd, QuotaConfig cfg, int backend,
-                                          LocalStack.Settings settings) throws Exception {
+                                          LocalStack.Settings settings,
+                                          io.micrometer.core.instrument.MeterRegistry registry) throws Exception {
         try (io.etcd.jetcd.Client c = dev.levee.etcd.Etcd.client(List.of(etcd.endpoint()))) {
             List<io.etcd.jetcd.op.Op> puts = new ArrayList<>();
             dev.levee.config.QuotaLayout.toValues(cfg).forEach((k, v) -> puts.add(io.etcd.jetcd.op.Op.put(
@@ -165,7 +181,7 @@ final class DemoCommand implements Callable<Integer> {
         }
         out.println("  etcd         " + etcd.endpoint() + " (quotas under /levee; try: LEVEE_ETCD_ENDPOINTS="
                 + etcd.endpoint() + " ./levee quota get example-bucket)");
-        return LocalStack.startWithEtcd(backend, List.of(etcd.endpoint()), "/levee", settings, Metrics.newRegistry());
+        return LocalStack.startWithEtcd(backend, List.of(etcd.endpoint()), "/levee", settings, registry);
     }
 
     static S3Client s3Client(URI endpoint) {
@@ -313,7 +329,10 @@ final class DemoCommand implements Callable<Integer> {
     private static final int SLOWDOWN = 2;
     private static final int ERRORS = 3;
 
-    private void run(PrintStream out, S3Client s3, List<Stream> streams, int factor, int g) throws InterruptedException {
+    private void run(PrintStream out, S3Client s3, List<Stream> streams, int factor, int g,
+                     java.util.function.LongSupplier failedChecks) throws InterruptedException {
+        long failedBefore = failedChecks.getAsLong();
+        java.util.concurrent.atomic.AtomicLong notSent = new java.util.concurrent.atomic.AtomicLong();
         int seconds = (int) Math.max(1, Math.ceil(duration.toMillis() / 1000.0));
         int m = streams.size();
         AtomicLongArray counts = new AtomicLongArray((seconds + 2) * m * 4);
@@ -354,7 +373,8 @@ final class DemoCommand implements Callable<Integer> {
                         long seq = issued[i]++;
                         next[i] = issued[i] / s.offered;
                         if (!inFlight.tryAcquire()) {
-                            record(counts, totals, m, sec, i, ERRORS);
+                            record(counts, totals, m, sec, i, OFFERED);
+                            notSent.incrementAndGet();
                             continue;
                         }
                         final int idx = i;
@@ -407,6 +427,15 @@ final class DemoCommand implements Callable<Integer> {
         out.println();
         out.println(errors == 0 ? "No request failed with anything but SlowDown."
                 : errors + " request(s) failed otherwise" + (lastError[0] == null ? "" : "; last: " + lastError[0]));
+        long failed = failedChecks.getAsLong() - failedBefore;
+        if (notSent.get() > 0) {
+            out.println(notSent.get() + " request(s) not sent: the load generator already had 512 in flight"
+                    + " (the machine is overloaded; try a lower --load-factor)");
+        }
+        if (failed > 0) {
+            out.println(failed + " check(s) failed (no limiter answered in time) and the gateway let those requests"
+                    + " through (on_failure=allow): they count as accepted above");
+        }
         out.println(allWithin ? "Every quota held its bound." : "Some quota exceeded its bound: see above.");
     }
 

@@ -1,25 +1,54 @@
 package dev.levee.cli;
 
 import dev.levee.client.LeveeClient;
+import dev.levee.gateway.AnonymousPolicy;
+import dev.levee.gateway.ByteUnits;
 import dev.levee.gateway.GatewayService;
+import dev.levee.gateway.GovernanceSettings;
+import dev.levee.gateway.PrincipalDirectory;
+import dev.levee.governor.AdmissionConfig;
+import dev.levee.governor.GovernorConfig;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
-/** {@code levee gateway}: streaming S3 reverse proxy. */
+/**
+ * {@code levee gateway}: streaming S3 reverse proxy, with bandwidth governance and admission per
+ * principal when {@code --principals} is given (SPEC.md §8, docs/gateway.md).
+ */
 @Command(name = "gateway", mixinStandardHelpOptions = true,
-        description = "Run the S3 gateway: a streaming reverse proxy to an S3 backend, checking each request"
-                + " with the limiter cluster unless --no-enforce (NGINX checks).")
+        description = {"Run the S3 gateway: a streaming reverse proxy to an S3 backend, checking each request"
+                + " with the limiter cluster unless --no-enforce (NGINX checks).",
+            "With --principals FILE it also shapes bytes per second per direction and per principal (service"
+                + " account) and limits uploads and downloads in flight per principal. Rates are bytes per"
+                + " second with units (4MiB/s, 10MB, 1048576); 0 switches that ceiling off. See docs/gateway.md."})
 final class GatewayCommand implements Callable<Integer> {
+
+    /** Options that only make sense with --principals. */
+    private static final List<String> GOVERNANCE_OPTIONS = List.of("--upload-rate", "--download-rate",
+            "--principal-upload-rate", "--principal-download-rate", "--anonymous", "--anonymous-principal",
+            "--max-uploads-per-principal", "--max-downloads-per-principal", "--admission-queue", "--admission-timeout",
+            "--max-waiting-quanta", "--timer-resolution");
+
+    @Spec
+    CommandSpec spec;
 
     @Mixin
     CommonOptions common = new CommonOptions();
@@ -29,7 +58,7 @@ final class GatewayCommand implements Callable<Integer> {
     HostPort listen;
 
     @Option(names = "--admin", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:9001",
-            description = "admin listener for /health and /metrics (default: ${DEFAULT-VALUE})")
+            description = "admin listener for /health, /health/ready, /metrics (default: ${DEFAULT-VALUE})")
     HostPort admin;
 
     @Option(names = "--backend", converter = Converters.HostPortConverter.class, required = true,
@@ -59,10 +88,81 @@ final class GatewayCommand implements Callable<Integer> {
     @Option(names = "--base-domain", split = ",", description = "base domains for virtual-hosted style requests")
     List<String> baseDomains = List.of();
 
+    @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "10s",
+            description = "on SIGTERM, how long in-flight requests may finish (default: ${DEFAULT-VALUE})")
+    Duration shutdownDeadline;
+
+    @Option(names = "--health-token-file", paramLabel = "FILE",
+            description = "file whose first line is the bearer token of GET /health/ready; without it that"
+                    + " endpoint answers 401")
+    Path healthTokenFile;
+
+    // ---- governance (SPEC.md §8)
+
+    @Option(names = "--principals", paramLabel = "FILE",
+            description = "YAML file of service accounts and their access key ids (at most 1000 keys); switches"
+                    + " bandwidth governance and admission on (docs/gateway.md)")
+    Path principalsFile;
+
+    @Option(names = "--upload-rate", converter = RateConverter.class, defaultValue = "0", paramLabel = "RATE",
+            description = "ceiling of all uploads (request bodies) together, bytes/s; 0 = none (default: ${DEFAULT-VALUE})")
+    long uploadRate;
+
+    @Option(names = "--download-rate", converter = RateConverter.class, defaultValue = "0", paramLabel = "RATE",
+            description = "ceiling of all downloads (response bodies) together, bytes/s; 0 = none (default: ${DEFAULT-VALUE})")
+    long downloadRate;
+
+    @Option(names = "--principal-upload-rate", converter = RateConverter.class, defaultValue = "0", paramLabel = "RATE",
+            description = "each principal's upload ceiling unless its account sets upload_rate, bytes/s; 0 = none"
+                    + " (default: ${DEFAULT-VALUE})")
+    long principalUploadRate;
+
+    @Option(names = "--principal-download-rate", converter = RateConverter.class, defaultValue = "0", paramLabel = "RATE",
+            description = "each principal's download ceiling unless its account sets download_rate, bytes/s; 0 = none"
+                    + " (default: ${DEFAULT-VALUE})")
+    long principalDownloadRate;
+
+    @Option(names = "--anonymous", defaultValue = "ALLOW",
+            description = "requests with an unknown or no access key: ALLOW (one shared anonymous principal) or"
+                    + " REFUSE (403 AccessDenied) (default: ${DEFAULT-VALUE})")
+    AnonymousPolicy anonymous;
+
+    @Option(names = "--anonymous-principal", defaultValue = GovernanceSettings.DEFAULT_ANONYMOUS_PRINCIPAL,
+            description = "principal id of anonymous requests (default: ${DEFAULT-VALUE})")
+    String anonymousPrincipal;
+
+    @Option(names = "--max-uploads-per-principal", defaultValue = "1",
+            description = "PutObject/UploadPart/PostObject in flight per principal (default: ${DEFAULT-VALUE})")
+    int maxUploads;
+
+    @Option(names = "--max-downloads-per-principal", defaultValue = "4",
+            description = "GetObject in flight per principal (default: ${DEFAULT-VALUE})")
+    int maxDownloads;
+
+    @Option(names = "--admission-queue", defaultValue = "1024",
+            description = "requests that may wait for admission, per class (uploads, downloads); 0 = refuse at once"
+                    + " (default: ${DEFAULT-VALUE})")
+    int admissionQueue;
+
+    @Option(names = "--admission-timeout", converter = Converters.DurationConverter.class, defaultValue = "10s",
+            description = "longest wait for admission before 503 SlowDown (default: ${DEFAULT-VALUE})")
+    Duration admissionTimeout;
+
+    @Option(names = "--max-waiting-quanta", defaultValue = "256",
+            description = "requests that may wait for bandwidth per direction, past which 503 SlowDown"
+                    + " (default: ${DEFAULT-VALUE})")
+    int maxWaitingQuanta;
+
+    @Option(names = "--timer-resolution", converter = FineDurationConverter.class, defaultValue = "250us",
+            description = "slot of the governors' timer: 1us to 100ms (default: ${DEFAULT-VALUE})")
+    Duration timerResolution;
+
     @Override
     public Integer call() {
         GatewayService.Options options = new GatewayService.Options(listen, admin, backend, enforce, onFailure,
-                backendTimeout, 256);
+                backendTimeout, 256)
+                .withGovernance(governance())
+                .withHealthToken(healthToken());
         common.apply("levee-gateway");
         Vertx vertx = Vertx.vertx();
         MeterRegistry registry = Metrics.newRegistry();
@@ -71,8 +171,104 @@ final class GatewayCommand implements Callable<Integer> {
                 registry), "client") : null;
         GatewayService g = Daemon.await(GatewayService.start(vertx, options, client, registry),
                 "gateway could not start on " + listen);
-        System.err.println("levee gateway listening on " + listen.host() + ":" + g.port() + " -> " + backend);
-        return Daemon.runUntilStopped(vertx, "gateway", () -> g.stop(Duration.ofSeconds(10))
+        System.err.println("levee gateway listening on " + listen.host() + ":" + g.port() + " -> " + backend
+                + (options.governance().enabled() ? " (bandwidth governance on)" : ""));
+        return Daemon.runUntilStopped(vertx, "gateway", () -> g.stop(shutdownDeadline)
                 .compose(v -> client == null ? Future.succeededFuture() : client.stop()));
+    }
+
+    /** Builds the governance settings, or explains in one line why it cannot. */
+    GovernanceSettings governance() {
+        if (principalsFile == null) {
+            for (String name : GOVERNANCE_OPTIONS) {
+                if (spec != null && spec.commandLine().getParseResult().hasMatchedOption(name)) {
+                    throw new CommandLine.ParameterException(spec.commandLine(),
+                            name + " needs --principals FILE, which switches bandwidth governance on"
+                                    + " (a file with 'accounts: {}' governs every request as anonymous)");
+                }
+            }
+            return GovernanceSettings.off();
+        }
+        try {
+            PrincipalDirectory directory = PrincipalDirectory.parseYaml(read(principalsFile, "--principals"),
+                    principalsFile.toString());
+            return GovernanceSettings.builder()
+                    .principals(directory)
+                    .anonymous(anonymous)
+                    .anonymousPrincipal(anonymousPrincipal)
+                    .uploadRate(uploadRate)
+                    .downloadRate(downloadRate)
+                    .principalUploadRate(principalUploadRate)
+                    .principalDownloadRate(principalDownloadRate)
+                    .maxWaitingQuanta(maxWaitingQuanta)
+                    .admission(new AdmissionConfig(maxUploads, maxDownloads, admissionQueue, admissionTimeout.toNanos()))
+                    .timerResolution(timerResolution)
+                    .baseDomains(baseDomains)
+                    .build();
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+
+    private String healthToken() {
+        if (healthTokenFile == null) {
+            return null;
+        }
+        String token = read(healthTokenFile, "--health-token-file").lines().findFirst().orElse("").strip();
+        if (token.length() < 16) {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--health-token-file: the token (first line) must have at least 16 characters");
+        }
+        return token;
+    }
+
+    private String read(Path file, String option) {
+        try {
+            return Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException | RuntimeException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), option + ": cannot read " + file + ": "
+                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
+        }
+    }
+
+    /** Bytes per second with units; see {@link ByteUnits#parseRate}. */
+    static final class RateConverter implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            try {
+                long rate = ByteUnits.parseRate(value);
+                if (rate != 0 && (rate < GovernorConfig.MIN_RATE_BYTES_PER_SECOND || rate > GovernorConfig.MAX_RATE_BYTES_PER_SECOND)) {
+                    throw new CommandLine.TypeConversionException("rate '" + value + "' must be 0 (no ceiling) or between "
+                            + GovernorConfig.MIN_RATE_BYTES_PER_SECOND + " B/s and 1TiB/s");
+                }
+                return rate;
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
+    /** A duration that may be finer than a millisecond: {@code 250us}, {@code 1ms}, {@code 0.5ms}, {@code 2s}. */
+    static final class FineDurationConverter implements CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            String v = value == null ? "" : value.strip().toLowerCase(Locale.ROOT);
+            String[] units = {"ns", "us", "µs", "ms", "s"};
+            long[] nanos = {1, 1_000, 1_000, 1_000_000, 1_000_000_000};
+            for (int i = 0; i < units.length; i++) {
+                if (v.endsWith(units[i])) {
+                    String number = v.substring(0, v.length() - units[i].length()).strip();
+                    try {
+                        double d = Double.parseDouble(number);
+                        if (d > 0 && d * nanos[i] < 1e15 && !number.startsWith("+")) {
+                            return Duration.ofNanos(Math.round(d * nanos[i]));
+                        }
+                    } catch (NumberFormatException e) {
+                        break;
+                    }
+                }
+            }
+            throw new CommandLine.TypeConversionException("'" + value + "' is not a positive duration (examples: 250us, 1ms, 0.5ms)");
+        }
     }
 }

@@ -44,7 +44,7 @@ public final class Main {
         CommandLine cl = new CommandLine(new Main());
         cl.setCaseInsensitiveEnumValuesAllowed(true);
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            cmd.getErr().println("levee " + cmd.getCommandName() + ": " + describe(e));
+            cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + describe(e));
             if (trace) {
                 e.printStackTrace(cmd.getErr());
             }
@@ -56,6 +56,15 @@ public final class Main {
     static String describe(Throwable e) {
         if (e instanceof dev.levee.quota.QuotaConfigException q) {
             return "invalid quotas:\n  " + String.join("\n  ", q.errors());
+        }
+        if (e instanceof java.nio.file.NoSuchFileException f) {
+            return "no such file: " + f.getFile();
+        }
+        if (e instanceof java.nio.file.AccessDeniedException f) {
+            return "permission denied: " + f.getFile();
+        }
+        if (e instanceof java.nio.file.FileSystemException f) {
+            return "cannot read " + f.getFile() + (f.getReason() == null ? "" : ": " + f.getReason());
         }
         String m = e.getMessage();
         return m == null || m.isBlank() ? e.getClass().getSimpleName() : m;

@@ -79,8 +79,8 @@ final class NginxConfigCommand implements Callable<Integer> {
     HostPort statusListen;
 
     @Option(names = "--lua-module", split = ",",
-            description = "module files to load_module, comma-separated (full only; default: the Debian/Ubuntu"
-                    + " lua module and NDK when installed, none for OpenResty)")
+            description = "module files to load_module, comma-separated, or 'none' (full only; default: the"
+                    + " Debian/Ubuntu lua module and NDK when installed, none otherwise)")
     List<Path> luaModules;
 
     @Option(names = "--http2", description = "ask for HTTP/2 on the S3 listener (refused: see docs/nginx.md)")
@@ -96,7 +96,7 @@ final class NginxConfigCommand implements Callable<Integer> {
                 .checkLocation(checkLocation).checkInclude(checkInclude).workers(workers)
                 .statusListen(statusListen).http2(http2);
         if (luaModules != null) {
-            b.modules(luaModules);
+            b.modules(luaModules.size() == 1 && luaModules.get(0).toString().equals("none") ? List.of() : luaModules);
         }
         if (out != null) {
             b.luaDir(luaDir != null ? luaDir : out.toAbsolutePath().resolve("lua"));

@@ -230,8 +230,8 @@ final class QuotaCommand {
 
         @Override
         public Integer call() throws Exception {
-            if (!(rps > 0) || Double.isInfinite(rps)) {
-                throw new IllegalArgumentException("--rps must be a positive number, got " + rps);
+            if (!(rps > 0) || rps > 1e12) {
+                throw new IllegalArgumentException("--rps must be a number in (0, 1e12], got " + rps);
             }
             int df;
             if (factor != null) {
@@ -254,7 +254,9 @@ final class QuotaCommand {
             long burst = Math.max(1, Math.round(exactBurst));
             System.out.printf(Locale.ROOT, "# rps %s, factor %d: rate = %s x 1.1, burst = rate / %d x 0.1 = %.2f%n",
                     strip(rps), df, strip(rps), df, exactBurst);
-            System.out.printf(Locale.ROOT, "rate: %s%nburst: %d%n", strip(Math.round(rate * 1000) / 1000.0), burst);
+            String shown = new java.math.BigDecimal(rate).round(new java.math.MathContext(9)).stripTrailingZeros()
+                    .toPlainString();
+            System.out.printf(Locale.ROOT, "rate: %s%nburst: %d%n", shown, burst);
             return 0;
         }
 

@@ -204,7 +204,7 @@ public final class LeveeClient implements AutoCloseable {
      * @return the decision
      */
     public Future<ClientDecision> check(S3Request request) {
-        S3Classification c = classifier.classify(request);
+        S3Classification c = clamp(classifier.classify(request));
         List<Member> group = group(c.resource());
         int g = group.size();
         if (g == 0) {
@@ -235,6 +235,44 @@ public final class LeveeClient implements AutoCloseable {
         return promise.future();
     }
 
+    /** Longest resource or key a limiter accepts, in UTF-8 bytes (the S3 key limit). */
+    static final int MAX_BYTES = 1024;
+
+    /**
+     * Cuts a resource or key longer than {@link #MAX_BYTES} to its first 1024 bytes (on a character
+     * boundary) so that such a request is still counted — against the same bucket and prefix quotas —
+     * rather than refused by the limiter as malformed and let through as a failed check.
+     */
+    static S3Classification clamp(S3Classification c) {
+        String r = cut(c.resource());
+        String k = cut(c.key());
+        return r == c.resource() && k == c.key() ? c : new S3Classification(r, k, c.operation());
+    }
+
+    private static String cut(String s) {
+        if (s.length() * 3 <= MAX_BYTES) {
+            return s; // fast path: cannot exceed 1024 bytes
+        }
+        byte[] b = s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        if (b.length <= MAX_BYTES) {
+            return s;
+        }
+        int end = MAX_BYTES;
+        while (end > 0 && (b[end] & 0xC0) == 0x80) {
+            end--; // do not split a UTF-8 sequence
+        }
+        return new String(b, 0, end, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** A limiter's answer that is not a decision (4xx): the request is malformed, not the limiter broken. */
+    static final class Refused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message, null, false, false);
+        }
+    }
+
     private void attempt(S3Classification c, Member[] order, int i, int g, Promise<ClientDecision> promise) {
         if (i >= order.length) {
             promise.complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
@@ -257,6 +295,9 @@ public final class LeveeClient implements AutoCloseable {
                 .compose(r -> r.send(Buffer.buffer(body)))
                 .compose(resp -> resp.body().map(b -> {
                     int s = resp.statusCode();
+                    if (s >= 400 && s < 500 && s != 429) {
+                        throw new Refused("HTTP " + s + ": " + b.toString().replaceAll("[\\r\\n]", " "));
+                    }
                     if (s != 200 && s != 429) {
                         throw new IllegalStateException("HTTP " + s);
                     }
@@ -276,6 +317,13 @@ public final class LeveeClient implements AutoCloseable {
                     promise.complete(done(d, null));
                 })
                 .onFailure(e -> {
+                    if (e instanceof Refused) {
+                        // asking another member would get the same answer; the limiter is healthy
+                        count("limiter_refused");
+                        promise.complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, m.address(), null, null,
+                                c, i + 1), "limiter refused the check: " + e.getMessage()));
+                        return;
+                    }
                     backedOffUntil.put(m.address(), ticker.read() + options.backoff().toNanos());
                     LOG.warn("limiter {} ({}) failed: {}; backing off {} ms", m.id(), m.address(), e.getMessage(),
                             options.backoff().toMillis());

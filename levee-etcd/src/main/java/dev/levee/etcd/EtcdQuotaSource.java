@@ -51,7 +51,8 @@ public final class EtcdQuotaSource implements QuotaSource {
     private final CopyOnWriteArrayList<Consumer<QuotaConfig>> listeners = new CopyOnWriteArrayList<>();
     private final Map<String, String> raw = new TreeMap<>();
     private volatile QuotaConfig config;
-    private volatile long revision;
+    private volatile long revision;     // of the configuration in force
+    private volatile long seenRevision; // last etcd revision received, where a watch resumes
     private volatile long rejected;
     private volatile boolean reachable;
     private volatile boolean closed;
@@ -88,6 +89,7 @@ public final class EtcdQuotaSource implements QuotaSource {
                 s.fill(snapshot);
                 s.config = QuotaLayout.fromValues(s.prefix, s.raw); // invalid at start: refuse to start
                 s.revision = snapshot.getHeader().getRevision();
+                s.seenRevision = s.revision;
             }
         } catch (QuotaConfigException e) {
             s.timer.shutdownNow();
@@ -146,8 +148,8 @@ public final class EtcdQuotaSource implements QuotaSource {
                 changed = true;
             }
             rev = r.getHeader().getRevision();
-            if (rev > revision) {
-                revision = rev;
+            if (rev > seenRevision) {
+                seenRevision = rev;
             }
         }
         reachable = true;
@@ -168,6 +170,7 @@ public final class EtcdQuotaSource implements QuotaSource {
                         lastRejection);
                 return;
             }
+            revision = rev;
             if (next.equals(config)) {
                 return;
             }
@@ -184,12 +187,12 @@ public final class EtcdQuotaSource implements QuotaSource {
             return;
         }
         if (t instanceof CompactedException || String.valueOf(t.getMessage()).contains("compacted")) {
-            LOG.warn("etcd watch from revision {} compacted away: reloading a full snapshot", revision + 1);
+            LOG.warn("etcd watch from revision {} compacted away: reloading a full snapshot", seenRevision + 1);
             timer.execute(this::reload);
         } else {
             reachable = false;
-            LOG.warn("etcd watch failed ({}); resuming from revision {} in 1 s", t.toString(), revision + 1);
-            timer.schedule(() -> watchFrom(revision + 1), 1, TimeUnit.SECONDS);
+            LOG.warn("etcd watch failed ({}); resuming from revision {} in 1 s", t.toString(), seenRevision + 1);
+            timer.schedule(() -> watchFrom(seenRevision + 1), 1, TimeUnit.SECONDS);
         }
     }
 
@@ -200,7 +203,7 @@ public final class EtcdQuotaSource implements QuotaSource {
             long rev = snapshot.getHeader().getRevision();
             synchronized (this) {
                 fill(snapshot);
-                revision = rev;
+                seenRevision = rev;
             }
             reachable = true;
             rebuild(rev);
@@ -237,6 +240,7 @@ public final class EtcdQuotaSource implements QuotaSource {
         return config;
     }
 
+    /** Returns the etcd revision of the configuration in force (a refused update does not move it). */
     @Override
     public long revision() {
         return revision;

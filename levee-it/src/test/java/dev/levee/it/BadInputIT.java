@@ -49,7 +49,7 @@ class BadInputIT {
         return Stream.of(
                 Arguments.of("", "malformed JSON"),
                 Arguments.of("not json", "malformed JSON"),
-                Arguments.of("[]", ""),
+                Arguments.of("[]", "body must be a JSON object"),
                 Arguments.of("null", "JSON object"),
                 Arguments.of("{}", "'resource' is missing"),
                 Arguments.of("{\"key\":\"a\",\"operation\":\"GetObject\",\"g\":1}", "'resource' is missing"),
@@ -61,6 +61,8 @@ class BadInputIT {
                 Arguments.of("{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObject\",\"g\":5}", "'g' must be between"),
                 Arguments.of("{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObject\",\"g\":1.5}", "g"),
                 Arguments.of("{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObject\",\"g\":\"x\"}", "g"),
+                Arguments.of("{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObject\",\"g\":\"1\"}",
+                        "field 'g': expected an integer"),
                 Arguments.of("{\"resource\":\"b\",\"key\":\"" + longKey + "\",\"operation\":\"GetObject\",\"g\":1}",
                         "longer than 1024 bytes"),
                 Arguments.of("{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObject\",\"g\":1,\"extra\":1}",

@@ -162,8 +162,10 @@ class EtcdIT {
             LimiterService l = done(LimiterService.start(vertx, new LimiterService.Options("bad-1",
                     new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1000), source, SystemTicker.INSTANCE,
                     registry));
+            long goodRevision = source.revision();
             put(prefix + "resources/good", "quota: {rate: -3, burst: 1}\n");
             await().atMost(Duration.ofSeconds(5)).until(() -> source.rejectedUpdates() == 1);
+            assertThat(source.revision()).as("revision of the configuration in force").isEqualTo(goodRevision);
             assertThat(source.lastRejection()).contains(prefix + "resources/good").contains("quota.rate");
             CheckResponse r = l.decide(source.current(), "good", "k", S3Operation.GetObject, 1);
             assertThat(r.level()).isEqualTo("resource");

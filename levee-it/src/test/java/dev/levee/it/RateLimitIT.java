@@ -34,15 +34,19 @@ class RateLimitIT {
                 quota: {rate: 40, burst: 4}
               roomy:
                 quota: {rate: 10000, burst: 1000}
+              longkeys:
+                quota: {rate: 2, burst: 1}
             """;
 
     static Stack stack;
 
     @BeforeAll
     static void start() {
+        // on_failure=deny: a check that fails under load is refused, so what the bound counts is what the
+        // limiters admitted (with allow, an overloaded machine would let failed checks through unlimited)
         stack = new Stack(QUOTAS, new LocalStack.Settings(4, Duration.ofSeconds(2), Duration.ofMillis(300),
-                Duration.ofMillis(300), true, dev.levee.gateway.GatewayService.OnFailure.ALLOW));
-        for (String b : List.of("limited", "killtest", "roomy")) {
+                Duration.ofMillis(300), true, dev.levee.gateway.GatewayService.OnFailure.DENY));
+        for (String b : List.of("limited", "killtest", "roomy", "longkeys")) {
             stack.direct.createBucket(r -> r.bucket(b));
         }
     }
@@ -108,6 +112,23 @@ class RateLimitIT {
         assertThat(refused.awsErrorDetails().errorCode()).isEqualTo("SlowDown");
         assertThat(refused.awsErrorDetails().sdkHttpResponse().firstMatchingHeader("Retry-After"))
                 .hasValueSatisfying(v -> assertThat(Long.parseLong(v)).isGreaterThanOrEqualTo(1));
+    }
+
+    /** Regression: a key over 1024 bytes used to make the check fail, and the gateway let it through. */
+    @Test
+    void keysLongerThanTheS3LimitAreStillCounted() throws Exception {
+        var http = java.net.http.HttpClient.newHttpClient();
+        var uri = java.net.URI.create("http://127.0.0.1:" + stack.stack.gateway().port() + "/longkeys/" + "a".repeat(1100));
+        int slow = 0;
+        for (int i = 0; i < 20; i++) {
+            var r = http.send(java.net.http.HttpRequest.newBuilder(uri).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() == 503 && r.body().contains("<Code>SlowDown</Code>")) {
+                slow++;
+            }
+        }
+        // 2 req/s, burst 1 per limiter, 4 limiters: at most a handful pass in the ~1 s this takes
+        assertThat(slow).isGreaterThanOrEqualTo(10);
     }
 
     @Test

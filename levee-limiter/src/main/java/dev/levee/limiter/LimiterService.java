@@ -149,8 +149,11 @@ public final class LimiterService implements AutoCloseable {
                     "id", options.id(), "revision", config.revision()));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
+        } else if (path.equals("/v1/check") || path.equals("/health") || path.equals("/metrics")) {
+            Http.error(req.response().putHeader("Allow", path.equals("/v1/check") ? "POST" : "GET"), 405,
+                    "method " + req.method() + " not allowed on " + path);
         } else {
-            Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + path);
+            Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + LogText.escape(path, 200));
         }
     }
 

@@ -29,7 +29,33 @@ public final class Http {
      * @return the listening server
      */
     public static Future<HttpServer> listen(Vertx vertx, HostPort listen, Handler<HttpServerRequest> handler) {
-        HttpServerOptions options = new HttpServerOptions()
+        return listen(vertx, defaults(listen), handler);
+    }
+
+    /**
+     * Starts an HTTP server on an event loop of its own: the server is created inside a verticle
+     * deployment, so that the services of one process (the demo runs a whole stack) are spread over
+     * Vert.x's event loops instead of sharing the loop of whichever thread started them.
+     *
+     * @param vertx   the Vert.x instance
+     * @param options server options (host, port, limits)
+     * @param handler request handler
+     * @return the listening server
+     */
+    public static Future<HttpServer> listen(Vertx vertx, HttpServerOptions options, Handler<HttpServerRequest> handler) {
+        io.vertx.core.Promise<HttpServer> bound = io.vertx.core.Promise.promise();
+        vertx.deployVerticle(new io.vertx.core.VerticleBase() {
+            @Override
+            public Future<?> start() {
+                return vertx.createHttpServer(options).requestHandler(handler).listen().onComplete(bound);
+            }
+        }).onFailure(bound::tryFail);
+        return bound.future();
+    }
+
+    /** Returns Levee's default HTTP/1.1 server options for {@code listen}. */
+    public static HttpServerOptions defaults(HostPort listen) {
+        return new HttpServerOptions()
                 .setHost(listen.host())
                 .setPort(listen.port())
                 .setIdleTimeout(60)
@@ -38,7 +64,6 @@ public final class Http {
                 .setTcpNoDelay(true)
                 .setReuseAddress(true)
                 .setHttp2ClearTextEnabled(false); // HTTP/1.1 only: NGINX and the client speak it, h2c adds nothing
-        return vertx.createHttpServer(options).requestHandler(handler).listen();
     }
 
     /** Writes {@code body} as JSON with {@code status}. */

@@ -21,6 +21,7 @@ public final class Json {
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
             .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+            .disable(com.fasterxml.jackson.databind.MapperFeature.ALLOW_COERCION_OF_SCALARS)
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
 
@@ -47,8 +48,10 @@ public final class Json {
         } catch (JsonMappingException e) {
             throw new IllegalArgumentException(describe(e));
         } catch (JsonProcessingException e) {
+            String what = e.getOriginalMessage() == null ? "" : e.getOriginalMessage().split("\n")[0];
+            what = what.replaceAll("\\(.*", "").replaceAll("Source: .*", "").trim();
             throw new IllegalArgumentException("malformed JSON at line " + e.getLocation().getLineNr()
-                    + ", column " + e.getLocation().getColumnNr() + ": " + e.getOriginalMessage().split("\n")[0]);
+                    + ", column " + e.getLocation().getColumnNr() + (what.isEmpty() ? "" : ": " + what));
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("unreadable body");
         }
@@ -63,6 +66,25 @@ public final class Json {
         }
     }
 
+    private static String describeType(Class<?> t) {
+        if (t == Integer.class || t == int.class || t == Long.class || t == long.class) {
+            return "an integer";
+        }
+        if (t == Double.class || t == double.class) {
+            return "a number";
+        }
+        if (t == String.class) {
+            return "a string";
+        }
+        if (t == Boolean.class || t == boolean.class) {
+            return "true or false";
+        }
+        if (java.util.Collection.class.isAssignableFrom(t) || t.isArray()) {
+            return "a JSON array";
+        }
+        return "a JSON object";
+    }
+
     private static String describe(JsonMappingException e) {
         StringBuilder path = new StringBuilder();
         for (JsonMappingException.Reference ref : e.getPath()) {
@@ -75,9 +97,13 @@ public final class Json {
                 path.append('[').append(ref.getIndex()).append(']');
             }
         }
-        String msg = e.getOriginalMessage() == null ? "invalid value" : e.getOriginalMessage().split("\n")[0];
-        // keep the message free of Java type names
-        msg = msg.replaceAll("`[a-zA-Z0-9_.$]+`", "value").replaceAll("\\(class [^)]*\\)", "");
-        return path.isEmpty() ? msg : "field '" + path + "': " + msg;
+        String msg;
+        if (e instanceof com.fasterxml.jackson.databind.exc.MismatchedInputException m && m.getTargetType() != null) {
+            msg = "expected " + describeType(m.getTargetType());
+        } else {
+            msg = "invalid value";
+        }
+        return path.isEmpty() ? (msg.equals("expected a JSON object") ? "body must be a JSON object" : msg)
+                : "field '" + path + "': " + msg;
     }
 }

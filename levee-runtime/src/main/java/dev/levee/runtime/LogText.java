@@ -7,7 +7,9 @@ package dev.levee.runtime;
  * <p>Printable characters, including non-ASCII letters, are kept as they are so that
  * {@code grep <resource>} finds them; control characters (C0, DEL, C1, U+2028/U+2029) and the
  * backslash are written as {@code \xNN} / {@code \\uNNNN} / {@code \\}; text longer than
- * {@code maxChars} is cut and marked with {@code …}.
+ * {@code maxChars} is cut and marked with {@code …}. A value that contains a space, {@code =} or
+ * {@code "} is wrapped in double quotes (inner quotes escaped), so that request text can never
+ * forge another {@code field=value} of the line.
  */
 public final class LogText {
 
@@ -37,20 +39,28 @@ public final class LogText {
             return "\"\"";
         }
         boolean clean = s.length() <= maxChars;
-        for (int i = 0; clean && i < s.length(); i++) {
+        boolean quote = false;
+        for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             if (needsEscape(c)) {
                 clean = false;
+            } else if (c == ' ' || c == '=' || c == '"') {
+                quote = true;
             }
         }
-        if (clean) {
+        if (clean && !quote) {
             return s;
         }
         int n = Math.min(s.length(), maxChars);
         StringBuilder sb = new StringBuilder(n + 16);
+        if (quote) {
+            sb.append('"');
+        }
         for (int i = 0; i < n; i++) {
             char c = s.charAt(i);
-            if (c == '\\') {
+            if (c == '"') {
+                sb.append("\\\"");
+            } else if (c == '\\') {
                 sb.append("\\\\");
             } else if (c < 0x20 || c == 0x7f) {
                 sb.append("\\x").append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 0xf, 16));
@@ -62,6 +72,9 @@ public final class LogText {
         }
         if (s.length() > maxChars) {
             sb.append('…');
+        }
+        if (quote) {
+            sb.append('"');
         }
         return sb.toString();
     }

@@ -29,9 +29,26 @@ public final class Logging {
      *
      * @param target  where lines go
      * @param appName the RFC 5424 APP-NAME, for example {@code levee-limiter}
-     * @param level   the root level, for example {@code INFO}
+     * @param level   the root level: ERROR, WARN, INFO, DEBUG, TRACE or OFF
+     * @throws IllegalArgumentException when the level is unknown or a log file cannot be written
      */
     public static synchronized void configure(LogTarget target, String appName, String level) {
+        if (level == null || !java.util.Set.of("OFF", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
+                .contains(level.toUpperCase(java.util.Locale.ROOT))) {
+            throw new IllegalArgumentException("log level '" + level + "' is not one of ERROR, WARN, INFO, DEBUG, TRACE, OFF");
+        }
+        if (target.file() != null) {
+            java.nio.file.Path parent = target.file().toAbsolutePath().getParent();
+            try {
+                java.nio.file.Files.createDirectories(parent);
+            } catch (java.io.IOException | RuntimeException e) {
+                throw new IllegalArgumentException("cannot create the log directory " + parent);
+            }
+            if (!java.nio.file.Files.isWritable(parent)
+                    || java.nio.file.Files.exists(target.file()) && !java.nio.file.Files.isWritable(target.file())) {
+                throw new IllegalArgumentException("cannot write the log file " + target.file());
+            }
+        }
         System.setProperty("vertx.logger-delegate-factory-class-name", "io.vertx.core.logging.SLF4JLogDelegateFactory");
         ConfigurationBuilder<BuiltConfiguration> b = ConfigurationBuilderFactory.newConfigurationBuilder();
         b.setConfigurationName("levee");

@@ -82,7 +82,9 @@ class LoggingTest {
 
     @Test
     void logTextEscapesControlCharactersAndKeepsUnicode() {
-        assertThat(LogText.escape("photos/2024/ünïcødé ✓")).isEqualTo("photos/2024/ünïcødé ✓");
+        assertThat(LogText.escape("photos/2024/ünïcødé✓")).isEqualTo("photos/2024/ünïcødé✓");
+        assertThat(LogText.escape("x result=rejected limiter=l9")).isEqualTo("\"x result=rejected limiter=l9\"");
+        assertThat(LogText.escape("say \"hi\"")).isEqualTo("\"say \\\"hi\\\"\"");
         assertThat(LogText.escape("a\tb\\c\u007f\u2028")).isEqualTo("a\\x09b\\\\c\\x7f\\u2028");
         assertThat(LogText.escape(null)).isEqualTo("-");
         assertThat(LogText.escape("x".repeat(5000))).hasSize(LogText.DEFAULT_MAX_CHARS + 1).endsWith("…");

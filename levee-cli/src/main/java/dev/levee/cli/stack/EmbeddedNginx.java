@@ -29,7 +29,8 @@ import java.util.stream.Stream;
  * child process, with rate.lua and every log under PREFIX.
  *
  * <p>The configuration is {@link NginxConfig.Part#FULL} of the given settings with the S3 listener,
- * the status listener, the Lua directory and the logs replaced by PREFIX-local ones. Extra
+ * the status listener, the Lua directory and the logs replaced by PREFIX-local ones (the logs may
+ * go to a directory of the caller's instead). PREFIX is a new temporary directory, deleted on close. Extra
  * http-level text may ask for more free ports with {@code {{port:NAME}}} ({@link #port(String)}).
  * A port taken between choosing and binding makes NGINX exit; the start is then retried with new
  * ports (5 attempts).
@@ -41,15 +42,14 @@ public final class EmbeddedNginx implements AutoCloseable {
 
     private final Process process;
     private final Path prefix;
-    private final boolean deletePrefix;
+    private final Path logs;
     private final Map<String, Integer> ports;
     private final NginxConfig config;
 
-    private EmbeddedNginx(Process process, Path prefix, boolean deletePrefix, Map<String, Integer> ports,
-                          NginxConfig config) {
+    private EmbeddedNginx(Process process, Path prefix, Path logs, Map<String, Integer> ports, NginxConfig config) {
         this.process = process;
         this.prefix = prefix;
-        this.deletePrefix = deletePrefix;
+        this.logs = logs;
         this.ports = ports;
         this.config = config;
     }
@@ -122,28 +122,36 @@ public final class EmbeddedNginx implements AutoCloseable {
      */
     public static EmbeddedNginx start(NginxConfig.Builder settings) {
         try {
-            Path dir = Files.createTempDirectory("levee-nginx-");
-            return start(settings, dir, true);
+            return start(settings, Files.createTempDirectory("levee-nginx-"), null);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
     }
 
     /**
-     * Starts NGINX in the given prefix directory (created when missing, kept by {@link #close()}).
+     * Starts NGINX in a new temporary prefix with its logs in {@code logDir}, which outlives
+     * {@link #close()}. The prefix stays under the temporary directory because NGINX's workers,
+     * unprivileged when started by root, must reach rate.lua; the logs are opened by the master.
      *
      * @param settings see {@link #start(NginxConfig.Builder)}
-     * @param prefix   directory for the configuration, rate.lua, logs and temporary files
+     * @param logDir   directory for access.log, error.log and stdout.log (created when missing)
      * @return the running NGINX
      * @throws IllegalStateException when NGINX is missing or does not start (with its error log)
      */
-    public static EmbeddedNginx start(NginxConfig.Builder settings, Path prefix) {
-        return start(settings, prefix, false);
+    public static EmbeddedNginx start(NginxConfig.Builder settings, Path logDir) {
+        try {
+            Path dir = Files.createTempDirectory("levee-nginx-");
+            Files.createDirectories(logDir);
+            return start(settings, dir, logDir.toAbsolutePath());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
-    private static EmbeddedNginx start(NginxConfig.Builder settings, Path prefix, boolean deletePrefix) {
+    private static EmbeddedNginx start(NginxConfig.Builder settings, Path prefix, Path logDir) {
         Path bin = binary().orElseThrow(() -> new IllegalStateException(unavailable().orElse("nginx not found")));
         Path dir = prefix.toAbsolutePath();
+        Path logs = logDir == null ? dir.resolve("logs") : logDir;
         try {
             prepare(dir);
         } catch (IOException e) {
@@ -158,12 +166,12 @@ public final class EmbeddedNginx implements AutoCloseable {
                     .listen(new HostPort("127.0.0.1", ports.get("s3")))
                     .statusListen(new HostPort("127.0.0.1", ports.get("status")))
                     .luaDir(dir.resolve("lua"))
-                    .accessLog(dir.resolve("logs/access.log").toString())
-                    .errorLog(dir.resolve("logs/error.log").toString())
+                    .accessLog(logs.resolve("access.log").toString())
+                    .errorLog(logs.resolve("error.log").toString())
                     .extraHttp(withPorts(settings.extraHttpText(), ports));
             NginxConfig cfg = b.build();
             Path conf = dir.resolve("nginx.conf");
-            Path out = dir.resolve("logs/stdout.log");
+            Path out = logs.resolve("stdout.log");
             try {
                 Files.writeString(conf, cfg.render(NginxConfig.Part.FULL), StandardCharsets.UTF_8);
                 Files.deleteIfExists(dir.resolve("logs/nginx.pid"));
@@ -173,10 +181,10 @@ public final class EmbeddedNginx implements AutoCloseable {
                         .redirectOutput(ProcessBuilder.Redirect.appendTo(out.toFile()))
                         .start();
                 if (awaitListening(p, ports.get("s3"), dir)) {
-                    return new EmbeddedNginx(p, dir, deletePrefix, Map.copyOf(ports), cfg);
+                    return new EmbeddedNginx(p, dir, logs, Map.copyOf(ports), cfg);
                 }
                 stop(p);
-                failure = tail(out) + tail(dir.resolve("logs/error.log"));
+                failure = tail(out) + tail(logs.resolve("error.log"));
                 if (!failure.contains("Address already in use")) {
                     break;
                 }
@@ -185,9 +193,7 @@ public final class EmbeddedNginx implements AutoCloseable {
                 break;
             }
         }
-        if (deletePrefix) {
-            deleteTree(dir);
-        }
+        deleteTree(dir);
         throw new IllegalStateException("NGINX did not start: " + failure.strip());
     }
 
@@ -317,12 +323,12 @@ public final class EmbeddedNginx implements AutoCloseable {
 
     /** Returns the S3 server's access log (format {@code levee}). */
     public Path accessLog() {
-        return prefix.resolve("logs/access.log");
+        return logs.resolve("access.log");
     }
 
     /** Returns NGINX's error log. */
     public Path errorLog() {
-        return prefix.resolve("logs/error.log");
+        return logs.resolve("error.log");
     }
 
     /** Returns the configuration NGINX runs with. */
@@ -335,12 +341,10 @@ public final class EmbeddedNginx implements AutoCloseable {
         return process.isAlive();
     }
 
-    /** Stops NGINX (SIGTERM, then SIGKILL after 10 s) and deletes a temporary prefix. */
+    /** Stops NGINX (SIGTERM, then SIGKILL after 10 s) and deletes its temporary prefix. */
     @Override
     public void close() {
         stop(process);
-        if (deletePrefix) {
-            deleteTree(prefix);
-        }
+        deleteTree(prefix);
     }
 }

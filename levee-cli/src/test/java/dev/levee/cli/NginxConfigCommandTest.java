@@ -1,0 +1,130 @@
+package dev.levee.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+import dev.levee.cli.stack.EmbeddedNginx;
+import dev.levee.cli.stack.NginxConfig;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** {@code levee nginx-config}: every part renders completely, carries the given values, refuses bad ones. */
+class NginxConfigCommandTest {
+
+    @TempDir
+    Path dir;
+
+    static final Pattern LEFT_OVER = Pattern.compile("\\{\\{[a-z_:]+}}");
+    /** A directive that runs before the access phase and would let a request skip the check. */
+    static final Pattern SKIPS_CHECK = Pattern.compile("(?m)^\\s*(return|rewrite)\\s");
+
+    @ParameterizedTest
+    @ValueSource(strings = {"full", "http", "check", "site"})
+    void everyPartRendersCompletelyWithoutADirectiveThatSkipsTheCheck(String part) {
+        MainTest.Run r = MainTest.run("nginx-config", "--part", part);
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).isNotBlank().doesNotContainPattern(LEFT_OVER.pattern());
+        assertThat(SKIPS_CHECK.matcher(r.out()).find()).as("return/rewrite in the %s part", part).isFalse();
+    }
+
+    @Test
+    void valuesReachTheConfiguration() {
+        MainTest.Run r = MainTest.run("nginx-config", "--listen", "10.0.0.5:80", "--backend", "10.0.0.9:7480",
+                "--client", "127.0.0.1:7201", "--timeout", "250ms", "--on-failure", "deny", "--lua-dir",
+                "/opt/levee/lua", "--check-location", "/.levee-check", "--status-listen", "127.0.0.1:7299",
+                "--workers", "2", "--lua-module", "/m/ndk.so,/m/lua.so");
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out())
+                .contains("listen 10.0.0.5:80;")
+                .contains("server 10.0.0.9:7480;")
+                .contains("server 127.0.0.1:7201 max_fails=0;")
+                .contains("proxy_read_timeout 250ms;")
+                .contains("proxy_connect_timeout 250ms;")
+                .contains("attempt(\"/.levee-check\", { on_failure = \"deny\" })")
+                .contains("location = /.levee-check {")
+                .contains("lua_package_path \"/opt/levee/lua/?.lua;;\";")
+                .contains("listen 127.0.0.1:7299;")
+                .contains("worker_processes 2;")
+                .contains("load_module /m/ndk.so;\nload_module /m/lua.so;")
+                // the check never carries the client's body or its framing
+                .contains("proxy_pass_request_body off;")
+                .contains("proxy_pass_request_headers off;")
+                .contains("proxy_set_header Content-Length \"\";")
+                .contains("proxy_set_header X-Levee-Uri $request_uri;")
+                .contains("log_format levee");
+    }
+
+    @Test
+    void openRestyNeedsNoModules() {
+        MainTest.Run r = MainTest.run("nginx-config", "--lua-module", "none");
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).doesNotContain("load_module");
+    }
+
+    @Test
+    void sitePartIncludesTheCheckByPathAndLogsAtServerLevel() {
+        MainTest.Run r = MainTest.run("nginx-config", "--part", "site", "--check-include", "/etc/nginx/snippets/levee.conf");
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).contains("include /etc/nginx/snippets/levee.conf;")
+                .contains("access_log /var/log/nginx/levee-s3.access.log levee;")
+                .doesNotContain("location = /.levee");
+    }
+
+    @Test
+    void luaPartIsRateLuaItself() {
+        MainTest.Run r = MainTest.run("nginx-config", "--part", "lua");
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).isEqualTo(NginxConfig.rateLua()).contains("function _M.attempt(location, opts)");
+    }
+
+    @Test
+    void http2IsRefusedWithTheReason() {
+        MainTest.Run r = MainTest.run("nginx-config", "--http2");
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.out()).isEmpty();
+        assertThat(r.err()).contains("HTTP/2 on the S3 listener is not supported").contains("subrequests")
+                .doesNotContain("Exception");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            lua dir with a space     | --lua-dir        | /opt/le vee          | lua directory
+            access log with a quote  | --access-log     | /var/log/a"b.log     | access log
+            location without slash   | --check-location | levee                | check location
+            location that is root    | --check-location | /                    | check location
+            zero timeout             | --timeout        | 0ms                  | must be positive
+            long timeout             | --timeout        | 2m                   | out of range
+            workers not a number     | --workers        | many                 | workers
+            port zero                | --backend        | 127.0.0.1:0          | port other than 0
+            unknown policy           | --on-failure     | maybe                | maybe
+            """)
+    void badValuesAreRefusedNamingTheValue(String name, String option, String value, String expected) {
+        MainTest.Run r = MainTest.run("nginx-config", option, value);
+        assertThat(r.status()).as(r.out()).isNotZero();
+        assertThat(r.err()).contains(expected).doesNotContain("Exception");
+    }
+
+    @Test
+    void outWritesAPrefixThatNginxAccepts() throws Exception {
+        MainTest.Run r = MainTest.run("nginx-config", "--out", dir.toString(), "--listen", "127.0.0.1:18999");
+        assertThat(r.status()).as(r.err()).isZero();
+        Path conf = dir.resolve("nginx.conf");
+        assertThat(Files.readString(conf)).contains("lua_package_path \"" + dir.toAbsolutePath().resolve("lua") + "/?.lua;;\";");
+        assertThat(Files.readString(dir.resolve("lua/rate.lua"), StandardCharsets.UTF_8)).isEqualTo(NginxConfig.rateLua());
+        assumeThat(EmbeddedNginx.unavailable()).as("nginx with the lua module").isEmpty();
+        Process p = new ProcessBuilder(EmbeddedNginx.binary().orElseThrow().toString(), "-t", "-p", dir + "/", "-c",
+                conf.toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).as(out).isZero();
+        assertThat(out).contains("syntax is ok");
+    }
+}

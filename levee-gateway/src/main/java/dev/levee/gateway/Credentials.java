@@ -1,0 +1,142 @@
+package dev.levee.gateway;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Reads the access key id a request claims, without verifying anything (AWS Signature Version 4
+ * and Version 2, "Authenticating Requests" in the Amazon S3 API reference).
+ *
+ * <p>Sources, in order: the {@code Authorization} header ({@code AWS4-HMAC-SHA256
+ * Credential=AKID/date/region/s3/aws4_request, …}, SigV4a's {@code AWS4-ECDSA-P256-SHA256} alike,
+ * or SigV2's {@code AWS AKID:signature}), then the query of a presigned URL
+ * ({@code X-Amz-Credential=AKID%2Fdate%2F…} or SigV2's {@code AWSAccessKeyId=AKID}). A browser
+ * POST upload carries its credential inside the multipart form, which the gateway does not read:
+ * it claims nothing here. Pure: no I/O, never throws.
+ */
+final class Credentials {
+
+    /** Longest access key id accepted; longer claims are ignored (AWS ids have 16–128 characters). */
+    static final int MAX_KEY_LENGTH = 128;
+
+    private Credentials() {
+    }
+
+    /**
+     * Returns the access key id the request claims, or {@code null} when it claims none or the
+     * claim is malformed.
+     *
+     * @param authorization the {@code Authorization} header, may be null
+     * @param rawQuery      the raw (still percent-encoded) query string without {@code '?'}, may be null
+     */
+    static String accessKeyId(String authorization, String rawQuery) {
+        if (authorization != null && !authorization.isBlank()) {
+            return fromAuthorization(authorization.strip());
+        }
+        if (rawQuery == null || rawQuery.isEmpty()) {
+            return null;
+        }
+        String credential = queryParameter(rawQuery, "X-Amz-Credential");
+        if (credential != null) {
+            int slash = credential.indexOf('/');
+            return valid(slash < 0 ? credential : credential.substring(0, slash));
+        }
+        return valid(queryParameter(rawQuery, "AWSAccessKeyId"));
+    }
+
+    private static String fromAuthorization(String h) {
+        if (h.startsWith("AWS4-")) {
+            int at = h.indexOf("Credential=");
+            if (at < 0) {
+                return null;
+            }
+            int start = at + "Credential=".length();
+            int end = start;
+            while (end < h.length() && h.charAt(end) != '/' && h.charAt(end) != ',' && !Character.isWhitespace(h.charAt(end))) {
+                end++;
+            }
+            return valid(h.substring(start, end));
+        }
+        if (h.startsWith("AWS ")) {
+            String rest = h.substring(4).strip();
+            int colon = rest.lastIndexOf(':');
+            return colon <= 0 ? null : valid(rest.substring(0, colon));
+        }
+        return null;
+    }
+
+    /** Returns the value of the first parameter called {@code name}, percent-decoded, or null. */
+    private static String queryParameter(String query, String name) {
+        int i = 0;
+        int n = query.length();
+        while (i <= n) {
+            int amp = query.indexOf('&', i);
+            if (amp < 0) {
+                amp = n;
+            }
+            int eq = query.indexOf('=', i);
+            if (eq > i && eq < amp && query.regionMatches(i, name, 0, name.length()) && eq - i == name.length()) {
+                return decode(query, eq + 1, amp);
+            }
+            i = amp + 1;
+        }
+        return null;
+    }
+
+    private static String decode(String s, int from, int to) {
+        int pct = s.indexOf('%', from);
+        if (pct < 0 || pct >= to) {
+            return s.substring(from, to).replace('+', ' ');
+        }
+        byte[] out = new byte[to - from];
+        int len = 0;
+        for (int i = from; i < to; i++) {
+            char c = s.charAt(i);
+            if (c == '%' && i + 2 < to && hex(s.charAt(i + 1)) >= 0 && hex(s.charAt(i + 2)) >= 0) {
+                out[len++] = (byte) (hex(s.charAt(i + 1)) << 4 | hex(s.charAt(i + 2)));
+                i += 2;
+            } else if (c == '+') {
+                out[len++] = ' ';
+            } else if (c < 0x80) {
+                out[len++] = (byte) c;
+            } else {
+                return null; // raw non-ASCII in a query: not a key id
+            }
+        }
+        return new String(out, 0, len, StandardCharsets.UTF_8);
+    }
+
+    private static int hex(char c) {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
+    }
+
+    /**
+     * Returns whether {@code id} can be an access key id that this class reads back unchanged from
+     * every source: 1 to {@value #MAX_KEY_LENGTH} printable ASCII characters without spaces and
+     * without {@code / , : & % +}.
+     */
+    static boolean isKeyId(String id) {
+        return valid(id) != null && id.chars().noneMatch(c -> "/,:&%+".indexOf(c) >= 0);
+    }
+
+    private static String valid(String id) {
+        if (id == null || id.isEmpty() || id.length() > MAX_KEY_LENGTH) {
+            return null;
+        }
+        for (int i = 0; i < id.length(); i++) {
+            char c = id.charAt(i);
+            if (c <= ' ' || c >= 0x7f) {
+                return null;
+            }
+        }
+        return id;
+    }
+}

@@ -1,0 +1,118 @@
+package dev.levee.gateway;
+
+import dev.levee.core.Ticker;
+import dev.levee.governor.Admission;
+import dev.levee.governor.AdmissionClass;
+import dev.levee.governor.AdmissionQueue;
+import dev.levee.governor.BandwidthGovernor;
+import dev.levee.governor.Direction;
+import dev.levee.governor.GovernedStream;
+import dev.levee.s3.S3Classification;
+import dev.levee.s3.S3Classifier;
+import dev.levee.s3.S3Request;
+import io.vertx.core.Context;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Holds one gateway's governance state (SPEC.md §8): a {@link BandwidthGovernor} per direction,
+ * an {@link AdmissionQueue} per admission class, the timer that wakes them, and the principal
+ * directory. Thread-safe: the governors and queues are; the rest is immutable or atomic.
+ *
+ * <p>Two admission queues rather than one so that {@code /health/ready} can report waiting,
+ * admitted and refused requests per class; each class's queue has the configured bound.
+ */
+final class Governance implements AutoCloseable {
+
+    private final GovernanceSettings settings;
+    private final S3Classifier classifier;
+    private final ScheduledGovernorTimer timer;
+    private final Map<Direction, BandwidthGovernor> governors = new EnumMap<>(Direction.class);
+    private final Map<Direction, AtomicInteger> openStreams = new EnumMap<>(Direction.class);
+    private final Map<AdmissionClass, AdmissionQueue> queues = new EnumMap<>(AdmissionClass.class);
+
+    Governance(GovernanceSettings settings, Ticker ticker) {
+        this.settings = settings;
+        this.classifier = S3Classifier.withBaseDomains(settings.baseDomains());
+        this.timer = new ScheduledGovernorTimer(settings.timerResolution());
+        for (Direction d : Direction.values()) {
+            governors.put(d, BandwidthGovernor.create(settings.governorConfig(d), ticker, timer));
+            openStreams.put(d, new AtomicInteger());
+        }
+        for (AdmissionClass c : AdmissionClass.values()) {
+            queues.put(c, AdmissionQueue.create(settings.admission(), ticker, timer));
+        }
+    }
+
+    GovernanceSettings settings() {
+        return settings;
+    }
+
+    /** Classifies a request, for its admission class and which of its bodies are charged. */
+    S3Classification classify(String method, String host, String uri, String copySource) {
+        return classifier.classify(S3Request.fromRequestUri(method, host, uri, copySource));
+    }
+
+    /**
+     * Returns the principal of a request: the account owning the access key id it claims, else
+     * the anonymous principal, or {@code null} when anonymous requests are refused.
+     */
+    String principalOf(String authorization, String rawQuery) {
+        String p = settings.principals().principalOf(Credentials.accessKeyId(authorization, rawQuery));
+        if (p != null) {
+            return p;
+        }
+        return settings.anonymous() == AnonymousPolicy.ALLOW ? settings.anonymousPrincipal() : null;
+    }
+
+    /** Requests an admission slot; see {@link AdmissionQueue#admitAsync}. */
+    CompletionStage<Admission> admit(String principal, AdmissionClass admissionClass) {
+        return queues.get(admissionClass).admitAsync(principal, admissionClass);
+    }
+
+    /**
+     * Opens a pipe for one body of {@code principal}.
+     *
+     * @throws dev.levee.governor.RefusedException if the governor is closed or its principal table is full
+     */
+    GovernedPipe openPipe(Direction direction, String principal, Context context) {
+        GovernedStream stream = governors.get(direction).openStream(principal);
+        AtomicInteger open = openStreams.get(direction);
+        open.incrementAndGet();
+        return new GovernedPipe(context, stream, open::decrementAndGet);
+    }
+
+    /**
+     * Closes the admission queues, then the governors (SPEC.md §8 {@code preClose}): every waiter
+     * fails and is answered {@code 503 SlowDown}, every later request is refused. Idempotent.
+     */
+    void closeGates() {
+        queues.values().forEach(AdmissionQueue::close);
+        governors.values().forEach(BandwidthGovernor::close);
+    }
+
+    /** Closes the gates if not yet done, then stops the timer thread. */
+    @Override
+    public void close() {
+        closeGates();
+        timer.close();
+    }
+
+    /** Returns the aggregated counters: no principal ids, keys, paths or object names. */
+    ReadyReport.GovernanceReport report() {
+        Map<String, ReadyReport.AdmissionReport> admission = new java.util.LinkedHashMap<>();
+        admission.put("mutatingUpload", ReadyReport.AdmissionReport.of(AdmissionClass.MUTATING_UPLOAD,
+                queues.get(AdmissionClass.MUTATING_UPLOAD)));
+        admission.put("download", ReadyReport.AdmissionReport.of(AdmissionClass.DOWNLOAD, queues.get(AdmissionClass.DOWNLOAD)));
+        Map<String, ReadyReport.BandwidthReport> bandwidth = new java.util.LinkedHashMap<>();
+        bandwidth.put("upload", ReadyReport.BandwidthReport.of(governors.get(Direction.UPLOAD),
+                openStreams.get(Direction.UPLOAD).get()));
+        bandwidth.put("download", ReadyReport.BandwidthReport.of(governors.get(Direction.DOWNLOAD),
+                openStreams.get(Direction.DOWNLOAD).get()));
+        return new ReadyReport.GovernanceReport(true, settings.principals().accounts().size(),
+                settings.principals().keyCount(), settings.anonymous().name().toLowerCase(java.util.Locale.ROOT),
+                admission, bandwidth);
+    }
+}

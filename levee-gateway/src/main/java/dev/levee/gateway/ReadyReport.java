@@ -1,0 +1,104 @@
+package dev.levee.gateway;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import dev.levee.governor.AdmissionClass;
+import dev.levee.governor.AdmissionQueue;
+import dev.levee.governor.AdmissionStats;
+import dev.levee.governor.BandwidthGovernor;
+import dev.levee.governor.GovernorConfig;
+import dev.levee.governor.GovernorStats;
+import java.util.Map;
+
+/**
+ * Is the body of {@code GET /health/ready} (SPEC.md §8): readiness and aggregated admission and
+ * bandwidth counters per class and direction. It never carries principal ids, access keys, paths
+ * or object names. Its schema is {@code ReadyResponse} in the repository's {@code openapi.yaml}.
+ *
+ * @param status           {@code ready}, or {@code closing} once shutdown began (then 503)
+ * @param inFlightRequests S3 requests the gateway is handling now
+ * @param governance       the governance counters
+ */
+public record ReadyReport(String status, int inFlightRequests, GovernanceReport governance) {
+
+    /**
+     * The governance section; {@code admission} and {@code bandwidth} are absent when governance
+     * is off.
+     *
+     * @param enabled    whether requests are governed
+     * @param accounts   accounts loaded from the principals file
+     * @param accessKeys access keys loaded
+     * @param anonymous  {@code allow} or {@code refuse}
+     * @param admission  per admission class ({@code mutatingUpload}, {@code download})
+     * @param bandwidth  per direction ({@code upload}, {@code download})
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record GovernanceReport(boolean enabled, Integer accounts, Integer accessKeys, String anonymous,
+                                   Map<String, AdmissionReport> admission, Map<String, BandwidthReport> bandwidth) {
+
+        /** Returns the section of a gateway whose governance is off. */
+        public static GovernanceReport off() {
+            return new GovernanceReport(false, null, null, null, null, null);
+        }
+    }
+
+    /**
+     * One admission class. Gauges: {@code inFlight}, {@code waiting}; the rest are totals since start.
+     *
+     * @param limitPerPrincipal  requests of the class in flight per principal
+     * @param maxWaiters         bound of the class's queue
+     * @param waitTimeoutMillis  longest wait before refusal, ms
+     * @param inFlight           admitted and not yet released
+     * @param waiting            waiting now
+     * @param admitted           admitted, total
+     * @param refusedQueueFull   refused because the queue was full
+     * @param refusedTimeout     refused after waiting for the timeout
+     * @param refusedClosed      refused because the gateway is shutting down
+     * @param cancellations      waits cancelled (the client went away)
+     */
+    public record AdmissionReport(int limitPerPrincipal, int maxWaiters, long waitTimeoutMillis, int inFlight, int waiting,
+                                  long admitted, long refusedQueueFull, long refusedTimeout, long refusedClosed,
+                                  long cancellations) {
+
+        static AdmissionReport of(AdmissionClass c, AdmissionQueue q) {
+            AdmissionStats s = q.stats();
+            int inFlight = c == AdmissionClass.MUTATING_UPLOAD ? s.inFlightUploads() : s.inFlightDownloads();
+            return new AdmissionReport(q.config().limit(c), q.config().maxWaiters(),
+                    q.config().waitTimeoutNanos() / 1_000_000, inFlight, s.waiting(), s.admitted(), s.refusedQueueFull(),
+                    s.refusedTimeout(), s.refusedClosed(), s.cancellations());
+        }
+    }
+
+    /**
+     * One direction. Gauges: {@code openStreams}, {@code waitingQuanta}, {@code principals}; the
+     * rest are totals since start.
+     *
+     * @param rateBytesPerSecond          the direction's ceiling, bytes/s; 0 = none
+     * @param principalRateBytesPerSecond the default per-principal ceiling, bytes/s; 0 = none
+     * @param burstBytes                  the direction bucket's burst, bytes; 0 when it has no ceiling
+     * @param maxWaitingQuanta            bound of the wait queue
+     * @param openStreams                 bodies being transferred now
+     * @param waitingQuanta               requests for permits waiting now
+     * @param principals                  principals with a bucket (a count, never ids)
+     * @param grantedBytes                bytes granted, total
+     * @param grantedQuanta               grants, total
+     * @param refusedQueueFull            refused because the wait queue was full
+     * @param refusedOwnershipLost        refused because the budget's ownership was lost
+     * @param refusedClosed               refused because the gateway is shutting down
+     * @param refusedPrincipalTable       refused because the principal table was full
+     * @param cancellations               waiting requests cancelled (the client went away)
+     */
+    public record BandwidthReport(long rateBytesPerSecond, long principalRateBytesPerSecond, long burstBytes,
+                                  int maxWaitingQuanta, int openStreams, int waitingQuanta, int principals,
+                                  long grantedBytes, long grantedQuanta, long refusedQueueFull, long refusedOwnershipLost,
+                                  long refusedClosed, long refusedPrincipalTable, long cancellations) {
+
+        static BandwidthReport of(BandwidthGovernor g, int openStreams) {
+            GovernorConfig c = g.config();
+            GovernorStats s = g.stats();
+            return new BandwidthReport(c.rateBytesPerSecond(), c.principalRateBytesPerSecond(),
+                    GovernorConfig.burstBytes(c.rateBytesPerSecond()), c.maxWaitingQuanta(), openStreams, s.waitingQuanta(),
+                    s.principals(), s.grantedBytes(), s.grantedQuanta(), s.refusedQueueFull(), s.refusedOwnershipLost(),
+                    s.refusedClosed(), s.refusedPrincipalTable(), s.cancellations());
+        }
+    }
+}

@@ -1,0 +1,95 @@
+package dev.levee.gateway;
+
+import io.vertx.core.MultiMap;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import java.io.ByteArrayOutputStream;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A stand-in S3 backend on a free loopback port, for component tests of the gateway: it records
+ * the last request's headers and body exactly as received, and serves {@code GET} bodies of
+ * {@code ?size=N} bytes (byte {@code i} is {@code i % 251}), counting what it managed to write.
+ */
+final class StubBackend implements AutoCloseable {
+
+    final Vertx vertx = Vertx.vertx();
+    final HttpServer server;
+    final AtomicReference<MultiMap> lastHeaders = new AtomicReference<>();
+    final AtomicReference<byte[]> lastBody = new AtomicReference<>();
+    /** Bytes of GET bodies handed to the socket (write futures completed). */
+    final AtomicLong written = new AtomicLong();
+    /** Bytes of request bodies received. */
+    final AtomicLong received = new AtomicLong();
+
+    StubBackend() throws Exception {
+        server = vertx.createHttpServer(new HttpServerOptions().setHost("127.0.0.1").setPort(0))
+                .requestHandler(this::handle).listen().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    int port() {
+        return server.actualPort();
+    }
+
+    static byte pattern(long i) {
+        return (byte) (i % 251);
+    }
+
+    private void handle(HttpServerRequest req) {
+        if (req.method().name().equals("GET")) {
+            String size = req.getParam("size");
+            serve(req.response(), size == null ? 0 : Long.parseLong(size));
+            return;
+        }
+        lastHeaders.set(MultiMap.caseInsensitiveMultiMap().addAll(req.headers()));
+        ByteArrayOutputStream body = new ByteArrayOutputStream();
+        req.handler(b -> {
+            received.addAndGet(b.length());
+            if (body.size() < 64 * 1024 * 1024) {
+                body.writeBytes(b.getBytes());
+            }
+        });
+        req.endHandler(v -> {
+            lastBody.set(body.toByteArray());
+            req.response().putHeader("ETag", "\"stub\"").end();
+        });
+    }
+
+    private void serve(HttpServerResponse resp, long size) {
+        resp.putHeader("Content-Length", Long.toString(size)).putHeader("Content-Type", "application/octet-stream");
+        long[] next = {0};
+        Runnable[] pump = new Runnable[1];
+        pump[0] = () -> {
+            while (next[0] < size && !resp.writeQueueFull() && !resp.closed()) {
+                int n = (int) Math.min(16 * 1024, size - next[0]);
+                Buffer b = Buffer.buffer(n);
+                for (int i = 0; i < n; i++) {
+                    b.appendByte(pattern(next[0] + i));
+                }
+                next[0] += n;
+                resp.write(b).onSuccess(v -> written.addAndGet(n));
+            }
+            if (next[0] >= size) {
+                resp.end();
+            } else if (!resp.closed()) {
+                resp.drainHandler(v -> pump[0].run());
+            }
+        };
+        pump[0].run();
+    }
+
+    @Override
+    public void close() {
+        try {
+            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("stub backend did not stop", e);
+        }
+    }
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Benchmark of Levee's NGINX enforcement point (docs/BENCHMARKS.md, "NGINX enforcement point").
+#
+# One NGINX on loopback serves small GETs from a tiny upstream (a second server of the same NGINX
+# answering `return 200`, reached by proxy_pass over keep-alive, so the access phase runs before
+# it) through three locations, measured one after the other with wrk in one run:
+#   /none/      no limiting
+#   /limitreq/  nginx limit_req with a generous zone (1M r/s, never refuses)
+#   /levee/     rate.lua asking levee-client, with a generous Levee quota (never refuses)
+# Levee runs as in production: observer, two limiters and levee-client as separate processes.
+# Each location gets a closed-loop run at --conns connections (throughput) and one at a single
+# connection (latency of one request at a time). A fourth row sends the check alone, straight to
+# levee-client, to split Levee's cost between NGINX's subrequest and levee-client + limiter.
+#
+# Usage: nginx/bench/wrk-bench.sh [DURATION] [CONNS]      (defaults: 15s 32)
+# Needs: nginx + libnginx-mod-http-lua (or OpenResty), wrk, a JDK >= 21.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+DURATION="${1:-15s}"
+CONNS="${2:-32}"
+WARMUP="${WARMUP:-20s}"
+NGINX="${LEVEE_NGINX:-$(command -v nginx || command -v openresty || echo /usr/sbin/nginx)}"
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 1; }
+[ -x "$NGINX" ] || { echo "nginx is not installed (apt-get install nginx libnginx-mod-http-lua)" >&2; exit 1; }
+
+WORK="$(mktemp -d /tmp/levee-wrk.XXXXXX)"
+chmod 755 "$WORK"
+mkdir -p "$WORK/lua" "$WORK/logs" "$WORK/tmp"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK" >&2; fi
+}
+trap cleanup EXIT
+
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  echo "no free port" >&2; return 1
+}
+# status code of GET http://127.0.0.1:$1$2 (000 when nothing answers)
+http_status() {
+  local line
+  if exec 3<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null; then
+    printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&3
+    read -r -t 2 line <&3 || true
+    exec 3>&-
+    echo "${line:9:3}"
+  else
+    echo 000
+  fi
+}
+wait_for() { # port path what
+  for _ in $(seq 1 300); do
+    [ "$(http_status "$1" "$2")" = 200 ] && return 0
+    sleep 0.1 # polling a process started above for readiness; bounded to 30 s
+  done
+  echo "$3 did not come up; logs in $WORK/logs" >&2; KEEP=1; exit 1
+}
+
+LEVEE=("$ROOT/levee")
+OBS=$(free_port); L1=$(free_port); L2=$(free_port); CLIENT=$(free_port); S3=$(free_port); TINY=$(free_port)
+cat > "$WORK/quotas.yaml" <<EOF
+factor: 2
+default: {rate: 1000000, burst: 100000}
+EOF
+
+"${LEVEE[@]}" --version >/dev/null # builds the jar once if needed
+"${LEVEE[@]}" observer --listen "127.0.0.1:$OBS" --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/observer.log" &
+PIDS+=($!)
+wait_for "$OBS" /v1/limiters observer
+for i in 1 2; do
+  port=$L1; [ "$i" = 2 ] && port=$L2
+  "${LEVEE[@]}" limiter --id "limiter-$i" --listen "127.0.0.1:$port" --observer "127.0.0.1:$OBS" \
+    --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/limiter-$i.log" &
+  PIDS+=($!)
+done
+"${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" &
+PIDS+=($!)
+wait_for "$CLIENT" /health levee-client
+
+"${LEVEE[@]}" nginx-config --part lua > "$WORK/lua/rate.lua"
+{
+  "${LEVEE[@]}" nginx-config --part full | grep '^load_module' || true
+  cat <<EOF
+worker_processes ${WORKERS:-1};
+pid logs/nginx.pid;
+error_log logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    client_body_temp_path tmp/client_body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    access_log off;
+$("${LEVEE[@]}" nginx-config --part http --client "127.0.0.1:$CLIENT" --lua-dir "$WORK/lua")
+    limit_req_zone \$binary_remote_addr zone=bench:1m rate=1000000r/s;
+    upstream tiny {
+        server 127.0.0.1:$TINY;
+        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:$TINY;
+        location / { return 200 "ok\n"; }
+        location = /levee/stats {
+            content_by_lua_block {
+                local s = require("rate").stats()
+                ngx.say(s.accepted, " accepted, ", s.rejected, " rejected, ", s.failed, " failed")
+            }
+        }
+    }
+    server {
+        listen 127.0.0.1:$S3;
+$("${LEVEE[@]}" nginx-config --part check)
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        location /none/ { proxy_pass http://tiny; }
+        location /limitreq/ { limit_req zone=bench burst=1000 nodelay; proxy_pass http://tiny; }
+        location /levee/ {
+            access_by_lua_block { require("rate").attempt("/.levee") }
+            proxy_pass http://tiny;
+        }
+    }
+}
+EOF
+} > "$WORK/nginx.conf"
+"$NGINX" -p "$WORK/" -c "$WORK/nginx.conf" -g 'daemon off;' 2>"$WORK/logs/nginx.stderr" &
+PIDS+=($!)
+wait_for "$S3" /none/x nginx
+for loc in none limitreq levee; do
+  [ "$(http_status "$S3" "/$loc/x")" = 200 ] || { echo "/$loc/ does not answer 200" >&2; KEEP=1; exit 1; }
+done
+
+echo "warming up the JVMs for $WARMUP..." >&2
+wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/levee/warm" >/dev/null
+
+to_ms() { # wrk latency such as 812.00us, 1.23ms, 2.00s
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
+}
+# the check alone, as rate.lua's subrequest sends it, straight to levee-client (no NGINX)
+cat > "$WORK/check.lua" <<'EOF'
+wrk.method = "GET"
+wrk.path = "/v1/s3check"
+wrk.headers["X-Levee-Method"] = "GET"
+wrk.headers["X-Levee-Host"] = "127.0.0.1"
+wrk.headers["X-Levee-Uri"] = "/levee/obj"
+EOF
+declare -A RPS P50 P99 ERR
+run() { # name conns
+  local out
+  if [ "$1" = client ]; then
+    out="$(wrk -t1 -c"$2" -d"$DURATION" --latency -s "$WORK/check.lua" "http://127.0.0.1:$CLIENT")"
+  else
+    out="$(wrk -t1 -c"$2" -d"$DURATION" --latency "http://127.0.0.1:$S3/$1/obj")"
+  fi
+  echo "$out" > "$WORK/logs/wrk-$1-c$2.txt"
+  RPS[$1.$2]="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
+  P50[$1.$2]="$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")"
+  P99[$1.$2]="$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")"
+  ERR[$1.$2]="$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")"
+}
+for c in "$CONNS" 1; do
+  for loc in none limitreq levee client; do
+    echo "wrk $loc with $c connection(s) for $DURATION..." >&2
+    run "$loc" "$c"
+  done
+done
+exec 3<>"/dev/tcp/127.0.0.1/$TINY"
+printf 'GET /levee/stats HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+checks="$(tail -n 1 <&3)"
+exec 3>&-
+
+echo
+echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, $(date -u +%Y-%m-%d)"
+printf '%-14s %6s %12s %9s %9s %10s %10s %8s\n' location conns "req/s" "p50 ms" "p99 ms" "vs none" "p99 +ms" non-2xx
+for c in "$CONNS" 1; do
+  for loc in none limitreq levee client; do
+    name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
+    printf '%-14s %6s %12s %9s %9s %9s%% %10s %8s\n' "$name" "$c" "${RPS[$loc.$c]}" "${P50[$loc.$c]}" "${P99[$loc.$c]}" \
+      "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]}" 'BEGIN { printf "%.0f", 100 * a / b }')" \
+      "$(awk -v a="${P99[$loc.$c]}" -v b="${P99[none.$c]}" 'BEGIN { printf "%+.3f", a - b }')" "${ERR[$loc.$c]:-0}"
+  done
+done
+echo "rate.lua counters (warm-up included): $checks"
+echo "(check alone) = wrk straight to levee-client's GET /v1/s3check with the headers rate.lua's subrequest sends"
