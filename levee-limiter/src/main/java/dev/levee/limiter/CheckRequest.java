@@ -37,10 +37,10 @@ public record CheckRequest(String resource, String key, String operation, Intege
         if (g == null) {
             throw new IllegalArgumentException("field 'g' is missing");
         }
-        if (resource.getBytes(StandardCharsets.UTF_8).length > MAX_BYTES) {
+        if (tooLong(resource)) {
             throw new IllegalArgumentException("field 'resource' is longer than " + MAX_BYTES + " bytes");
         }
-        if (key.getBytes(StandardCharsets.UTF_8).length > MAX_BYTES) {
+        if (tooLong(key)) {
             throw new IllegalArgumentException("field 'key' is longer than " + MAX_BYTES + " bytes");
         }
         if (g < 1 || g > factor) {
@@ -48,5 +48,10 @@ public record CheckRequest(String resource, String key, String operation, Intege
         }
         return S3Operation.byName(operation).orElseThrow(
                 () -> new IllegalArgumentException("field 'operation': unknown operation '" + operation + "'"));
+    }
+
+    private static boolean tooLong(String s) {
+        // a UTF-16 unit is at most 3 UTF-8 bytes: short strings need no encoding to be checked
+        return s.length() * 3 > MAX_BYTES && s.getBytes(StandardCharsets.UTF_8).length > MAX_BYTES;
     }
 }

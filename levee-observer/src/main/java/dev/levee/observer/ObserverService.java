@@ -99,7 +99,15 @@ public final class ObserverService implements AutoCloseable {
                 .description("active limiters").register(registry);
         return Http.listen(vertx, options.listen(), req -> handle(req, membership, membership, registry)).map(server -> {
             long every = Math.max(100, options.ttl().toMillis() / 4);
-            long timer = vertx.setPeriodic(every, id -> membership.view());
+            long[] lastRevision = {0};
+            long timer = vertx.setPeriodic(every, id -> {
+                MembershipView v = membership.view();
+                if (v.revision() != lastRevision[0]) {
+                    lastRevision[0] = v.revision();
+                    LOG.info("limiters revision={} factor={} members={}", v.revision(), v.factor(),
+                            v.limiters().stream().map(m -> m.id() + "@" + m.address()).toList());
+                }
+            });
             LOG.info("observer listening on {} ttl={}ms factor={}", server.actualPort(), options.ttl().toMillis(),
                     options.factor());
             return new ObserverService(vertx, membership, server, timer);

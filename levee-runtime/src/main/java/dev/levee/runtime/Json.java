@@ -34,7 +34,7 @@ public final class Json {
      * @throws IllegalArgumentException with a one-line message naming the field at fault
      */
     public static <T> T parse(byte[] bytes, Class<T> type) {
-        if (bytes.length == 0 || new String(bytes, java.nio.charset.StandardCharsets.UTF_8).isBlank()) {
+        if (blank(bytes)) {
             throw new IllegalArgumentException("malformed JSON: the body is empty, expected a JSON object");
         }
         try {
@@ -55,6 +55,15 @@ public final class Json {
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("unreadable body");
         }
+    }
+
+    private static boolean blank(byte[] bytes) {
+        for (byte b : bytes) {
+            if (b != ' ' && b != '\t' && b != '\n' && b != '\r') {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Serialises {@code value} to JSON bytes. */

@@ -79,9 +79,9 @@ public final class LocalStack implements AutoCloseable {
             limiters.add(await(LimiterService.start(vertx, new LimiterService.Options("limiter-" + i, any, null, obs,
                     settings.heartbeat(), 1_000_000), config, SystemTicker.INSTANCE, registry)));
         }
-        // one JVM on two cores carries the backend, the SDK and every component: a check gets 500 ms
+        // one JVM on two cores carries the backend, the SDK and every component: a check gets 1 s
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
-                Duration.ofMillis(500), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
+                Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
         GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
                 new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256),
                 client, registry));
@@ -121,7 +121,7 @@ public final class LocalStack implements AutoCloseable {
             leases.add(dev.levee.etcd.EtcdRegistration.start(etcd, prefix, l.id(), l.address().toString(), 5));
         }
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
-                Duration.ofMillis(500), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
+                Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
         GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
                 new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256),
                 client, registry));
