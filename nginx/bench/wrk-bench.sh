@@ -13,6 +13,8 @@
 # levee-client, to split Levee's cost between NGINX's subrequest and levee-client + limiter.
 #
 # Usage: nginx/bench/wrk-bench.sh [DURATION] [CONNS]      (defaults: 15s 32)
+# Environment: WORKERS (NGINX worker_processes, default 1), LOG_LEVEL (levee roles, default INFO),
+# WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output.
 # Needs: nginx + libnginx-mod-http-lua (or OpenResty), wrk, a JDK >= 21.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -70,16 +72,18 @@ default: {rate: 1000000, burst: 100000}
 EOF
 
 "${LEVEE[@]}" --version >/dev/null # builds the jar once if needed
+LEVEL="${LOG_LEVEL:-INFO}" # INFO: every decision is logged, as in production
 "${LEVEE[@]}" observer --listen "127.0.0.1:$OBS" --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/observer.log" &
 PIDS+=($!)
 wait_for "$OBS" /v1/limiters observer
 for i in 1 2; do
   port=$L1; [ "$i" = 2 ] && port=$L2
   "${LEVEE[@]}" limiter --id "limiter-$i" --listen "127.0.0.1:$port" --observer "127.0.0.1:$OBS" \
-    --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/limiter-$i.log" &
+    --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/limiter-$i.log" --log-level "$LEVEL" &
   PIDS+=($!)
 done
-"${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" &
+"${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
+  --log-level "$LEVEL" &
 PIDS+=($!)
 wait_for "$CLIENT" /health levee-client
 
@@ -136,6 +140,7 @@ for loc in none limitreq levee; do
   [ "$(http_status "$S3" "/$loc/x")" = 200 ] || { echo "/$loc/ does not answer 200" >&2; KEEP=1; exit 1; }
 done
 
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "warming up the JVMs for $WARMUP..." >&2
 wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/levee/warm" >/dev/null
 
@@ -176,7 +181,7 @@ checks="$(tail -n 1 <&3)"
 exec 3>&-
 
 echo
-echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, $(date -u +%Y-%m-%d)"
+echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, levee log level $LEVEL, $(date -u +%Y-%m-%d), load average before: $LOAD_BEFORE"
 printf '%-14s %6s %12s %9s %9s %10s %10s %8s\n' location conns "req/s" "p50 ms" "p99 ms" "vs none" "p99 +ms" non-2xx
 for c in "$CONNS" 1; do
   for loc in none limitreq levee client; do

@@ -21,7 +21,21 @@ public final class Logging {
     /** Events the async queue holds before it drops: 16 384. */
     public static final int QUEUE_SIZE = 16_384;
 
+    private static LogTarget lastTarget;
+    private static String lastApp;
+    private static String lastLevel;
+
     private Logging() {
+    }
+
+    /**
+     * Applies the last configuration again. Some embedded libraries (S3Proxy/jclouds in the demo and
+     * the tests) reset Log4j's context when they start; call this after starting them.
+     */
+    public static synchronized void reapply() {
+        if (lastTarget != null) {
+            configure(lastTarget, lastApp, lastLevel);
+        }
     }
 
     /**
@@ -96,6 +110,9 @@ public final class Logging {
             b.add(b.newLogger(noisy, Level.WARN).addAttribute("additivity", true));
         }
         BuiltConfiguration config = b.build();
+        lastTarget = target;
+        lastApp = appName;
+        lastLevel = level;
         LoggerContext ctx = (LoggerContext) org.apache.logging.log4j.LogManager.getContext(false);
         if (!ctx.isStarted()) {
             ctx.start(config);

@@ -78,6 +78,7 @@ public final class EmbeddedS3 implements AutoCloseable {
                     Thread.sleep(10); // S3Proxy offers no start callback; bounded by the deadline
                 }
                 if ("STARTED".equals(proxy.getState())) {
+                    dev.levee.runtime.Logging.reapply(); // S3Proxy's start resets Log4j's context
                     return new EmbeddedS3(proxy, context, port);
                 }
                 proxy.stop();
