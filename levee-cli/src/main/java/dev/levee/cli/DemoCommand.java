@@ -427,6 +427,16 @@ final class DemoCommand implements Callable<Integer> {
         out.println();
         out.println(errors == 0 ? "No request failed with anything but SlowDown."
                 : errors + " request(s) failed otherwise" + (lastError[0] == null ? "" : "; last: " + lastError[0]));
+        boolean tightBurst = false;
+        for (int i = 0; i < m; i++) {
+            Stream s = streams.get(i);
+            tightBurst |= s.quota.burst() <= 1 && totals.get(i * 4 + ACCEPTED) / secs < 0.9 * s.configured();
+        }
+        if (tightBurst) {
+            out.println("Quotas with burst 1 admit less than their rate: each of the g limiters enforces rate/g with a"
+                    + " burst of one request (SPEC §5), so requests that bunch up on one limiter are refused even"
+                    + " below the total rate. Give such quotas a larger burst (see `levee quota calc`).");
+        }
         long failed = failedChecks.getAsLong() - failedBefore;
         if (notSent.get() > 0) {
             out.println(notSent.get() + " request(s) not sent: the load generator already had 512 in flight"
