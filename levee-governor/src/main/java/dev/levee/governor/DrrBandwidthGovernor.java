@@ -109,7 +109,6 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Ticker ticker;
-    private final GovernorTimer timer;
     private final OwnershipCheck ownership;
     private final GrantObserver observer;
     private final Direction direction;
@@ -126,9 +125,7 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
     private boolean closed;
     private StreamNode doneHead;
     private StreamNode doneTail;
-    private TimerTask armedTask;
-    private GovernorTimer.Cancellable armedHandle;
-    private long armedAt;
+    private final WakeUp wakeUp;
 
     private long grantedBytes;
     private long grantedQuanta;
@@ -142,7 +139,7 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
                          GrantObserver observer) {
         this.config = config;
         this.ticker = ticker;
-        this.timer = timer;
+        this.wakeUp = new WakeUp(timer, this::onTimer);
         this.ownership = ownership;
         this.observer = observer;
         this.direction = config.direction();
@@ -238,11 +235,7 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
             }
             closed = true;
             refusedClosed += refuseAll(REFUSED_CLOSED);
-            if (armedTask != null) {
-                armedHandle.cancel();
-                armedTask = null;
-                armedHandle = null;
-            }
+            wakeUp.cancel();
             done = takeDone();
         } finally {
             lock.unlock();
@@ -566,28 +559,14 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
         } else {
             return;
         }
-        if (armedTask != null && next - armedAt >= 0) {
-            return; // a task already fires no later than needed
-        }
-        long delay = Math.max(1, next - now);
-        TimerTask task = new TimerTask(this);
-        GovernorTimer.Cancellable handle = timer.schedule(delay, task); // if it throws, the old state stands
-        if (armedTask != null) {
-            armedHandle.cancel();
-        }
-        armedTask = task;
-        armedAt = now + delay;
-        armedHandle = handle;
+        wakeUp.armFor(next, now);
     }
 
-    private void onTimer(TimerTask task) {
+    private void onTimer(WakeUp.Task task) {
         StreamNode done;
         lock.lock();
         try {
-            if (armedTask == task) {
-                armedTask = null;
-                armedHandle = null;
-            }
+            wakeUp.fired(task);
             if (closed) {
                 return;
             }
@@ -672,20 +651,6 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
             if (t != null && t != Thread.currentThread()) {
                 LockSupport.unpark(t);
             }
-        }
-    }
-
-    /** One scheduled wake-up; identity tells the current task from a stale one. */
-    private static final class TimerTask implements Runnable {
-        private final DrrBandwidthGovernor governor;
-
-        TimerTask(DrrBandwidthGovernor governor) {
-            this.governor = governor;
-        }
-
-        @Override
-        public void run() {
-            governor.onTimer(this);
         }
     }
 

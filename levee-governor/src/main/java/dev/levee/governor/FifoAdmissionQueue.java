@@ -40,7 +40,6 @@ final class FifoAdmissionQueue implements AdmissionQueue {
     private final ReentrantLock lock = new ReentrantLock();
     private final AdmissionConfig config;
     private final Ticker ticker;
-    private final GovernorTimer timer;
 
     // guarded by lock
     private final HashMap<String, Slots> table = new HashMap<>();
@@ -49,9 +48,7 @@ final class FifoAdmissionQueue implements AdmissionQueue {
     private int waiting;
     private boolean closed;
     private final int[] inFlight = new int[CLASSES];
-    private TimerTask armedTask;
-    private GovernorTimer.Cancellable armedHandle;
-    private long armedAt;
+    private final WakeUp wakeUp;
 
     private long admitted;
     private long refusedQueueFull;
@@ -62,7 +59,7 @@ final class FifoAdmissionQueue implements AdmissionQueue {
     FifoAdmissionQueue(AdmissionConfig config, Ticker ticker, GovernorTimer timer) {
         this.config = config;
         this.ticker = ticker;
-        this.timer = timer;
+        this.wakeUp = new WakeUp(timer, this::onTimer);
     }
 
     @Override
@@ -161,11 +158,7 @@ final class FifoAdmissionQueue implements AdmissionQueue {
                 failed.add(w);
             }
             refusedClosed += failed.size();
-            if (armedTask != null) {
-                armedHandle.cancel();
-                armedTask = null;
-                armedHandle = null;
-            }
+            wakeUp.cancel();
         } finally {
             lock.unlock();
         }
@@ -249,18 +242,7 @@ final class FifoAdmissionQueue implements AdmissionQueue {
             return;
         }
         long next = oldest.deadline;
-        if (armedTask != null && next - armedAt >= 0) {
-            return; // a task already fires no later than needed
-        }
-        long delay = Math.max(1, next - now);
-        TimerTask task = new TimerTask(this);
-        GovernorTimer.Cancellable handle = timer.schedule(delay, task); // if it throws, the old state stands
-        if (armedTask != null) {
-            armedHandle.cancel();
-        }
-        armedTask = task;
-        armedAt = now + delay;
-        armedHandle = handle;
+        wakeUp.armFor(next, now);
     }
 
     // ---------------------------------------------------------------- events
@@ -310,14 +292,11 @@ final class FifoAdmissionQueue implements AdmissionQueue {
         return true;
     }
 
-    private void onTimer(TimerTask task) {
+    private void onTimer(WakeUp.Task task) {
         List<Waiter> expired = new ArrayList<>();
         lock.lock();
         try {
-            if (armedTask == task) {
-                armedTask = null;
-                armedHandle = null;
-            }
+            wakeUp.fired(task);
             if (closed) {
                 return;
             }
@@ -403,20 +382,6 @@ final class FifoAdmissionQueue implements AdmissionQueue {
         @Override
         public void close() {
             queue.release(this);
-        }
-    }
-
-    /** One scheduled wake-up; identity tells the current task from a stale one. */
-    private static final class TimerTask implements Runnable {
-        private final FifoAdmissionQueue queue;
-
-        TimerTask(FifoAdmissionQueue queue) {
-            this.queue = queue;
-        }
-
-        @Override
-        public void run() {
-            queue.onTimer(this);
         }
     }
 }
