@@ -6,11 +6,9 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,22 +22,18 @@ import org.slf4j.LoggerFactory;
  * stays in force. Polling (rather than a file-system watch) also follows editors that replace the
  * file and symlink swaps as configuration managers do them.
  */
-public final class FileQuotaSource implements QuotaSource {
+public final class FileQuotaSource extends AbstractQuotaSource {
 
     private static final Logger LOG = LoggerFactory.getLogger("levee.config");
 
     private final Path file;
     private final ScheduledExecutorService timer;
-    private final CopyOnWriteArrayList<Consumer<QuotaConfig>> listeners = new CopyOnWriteArrayList<>();
-    private volatile QuotaConfig config;
-    private volatile long revision;
-    private volatile long rejected;
     private volatile boolean readable = true;
     private byte[] lastBytes;
 
     private FileQuotaSource(Path file, QuotaConfig initial, byte[] bytes, long pollMillis) {
+        super(initial, 0);
         this.file = file;
-        this.config = initial;
         this.lastBytes = bytes;
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "levee-quota-file");
@@ -91,28 +85,17 @@ public final class FileQuotaSource implements QuotaSource {
         try {
             QuotaConfig next = QuotaConfigLoader.parse(new String(bytes, java.nio.charset.StandardCharsets.UTF_8),
                     file.toString());
-            config = next;
-            revision++;
-            LOG.info("quota file {} reloaded (revision {})", file, revision);
-            listeners.forEach(l -> l.accept(next));
+            swap(next, revision() + 1);
+            LOG.info("quota file {} reloaded (revision {})", file, revision());
+            notifyListeners(next);
         } catch (QuotaConfigException e) {
-            rejected++;
+            countRejected();
             LOG.error("quota file {} refused, keeping the last good configuration: {}", file,
                     String.join("; ", e.errors()));
         } catch (RuntimeException e) {
-            rejected++;
+            countRejected();
             LOG.error("quota file {} refused: {}", file, e.toString());
         }
-    }
-
-    @Override
-    public QuotaConfig current() {
-        return config;
-    }
-
-    @Override
-    public long revision() {
-        return revision;
     }
 
     @Override
@@ -121,17 +104,8 @@ public final class FileQuotaSource implements QuotaSource {
     }
 
     @Override
-    public long rejectedUpdates() {
-        return rejected;
-    }
-
-    @Override
-    public void onChange(Consumer<QuotaConfig> listener) {
-        listeners.add(listener);
-    }
-
-    @Override
     public void close() {
+        super.close();
         timer.shutdownNow();
     }
 }

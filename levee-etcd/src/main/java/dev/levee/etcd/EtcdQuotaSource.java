@@ -1,7 +1,7 @@
 package dev.levee.etcd;
 
 import dev.levee.config.QuotaLayout;
-import dev.levee.config.QuotaSource;
+import dev.levee.config.AbstractQuotaSource;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaConfigException;
 import io.etcd.jetcd.Client;
@@ -15,11 +15,9 @@ import io.etcd.jetcd.watch.WatchEvent;
 import io.etcd.jetcd.watch.WatchResponse;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,25 +39,22 @@ import org.slf4j.LoggerFactory;
  * revision has been compacted away, the source reloads a full snapshot and watches from there. A
  * probe reads the factor key every {@code probeMillis} (default 1000 ms) and sets {@link #ready()}.
  */
-public final class EtcdQuotaSource implements QuotaSource {
+public final class EtcdQuotaSource extends AbstractQuotaSource {
 
     private static final Logger LOG = LoggerFactory.getLogger("levee.config.etcd");
 
     private final Client client;
     private final String prefix;
     private final ScheduledExecutorService timer;
-    private final CopyOnWriteArrayList<Consumer<QuotaConfig>> listeners = new CopyOnWriteArrayList<>();
     private final Map<String, String> raw = new TreeMap<>();
-    private volatile QuotaConfig config;
-    private volatile long revision;     // of the configuration in force
     private volatile long seenRevision; // last etcd revision received, where a watch resumes
-    private volatile long rejected;
     private volatile boolean reachable;
     private volatile boolean closed;
     private volatile String lastRejection;
     private Watch.Watcher watcher;
 
-    private EtcdQuotaSource(Client client, String prefix) {
+    private EtcdQuotaSource(Client client, String prefix, QuotaConfig initial, long revision) {
+        super(initial, revision);
         this.client = client;
         this.prefix = Etcd.normalisePrefix(prefix);
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -81,42 +76,46 @@ public final class EtcdQuotaSource implements QuotaSource {
      * @throws IllegalStateException when etcd cannot be reached within {@code timeoutMs}
      */
     public static EtcdQuotaSource start(Client client, String prefix, long probeMillis, long timeoutMs) {
-        EtcdQuotaSource s = new EtcdQuotaSource(client, prefix);
+        String p = Etcd.normalisePrefix(prefix);
+        GetResponse snapshot;
         try {
-            GetResponse snapshot = s.client.getKVClient().get(Etcd.bytes(s.prefix),
-                    GetOption.builder().isPrefix(true).build()).get(timeoutMs, TimeUnit.MILLISECONDS);
-            synchronized (s) {
-                s.fill(snapshot);
-                s.config = QuotaLayout.fromValues(s.prefix, s.raw); // invalid at start: refuse to start
-                s.revision = snapshot.getHeader().getRevision();
-                s.seenRevision = s.revision;
-            }
-        } catch (QuotaConfigException e) {
-            s.timer.shutdownNow();
-            throw e;
+            snapshot = client.getKVClient().get(Etcd.bytes(p), GetOption.builder().isPrefix(true).build())
+                    .get(timeoutMs, TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-            s.timer.shutdownNow();
             throw new IllegalStateException("etcd unreachable: " + (e.getCause() == null ? e : e.getCause()).toString());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            s.timer.shutdownNow();
             throw new IllegalStateException("interrupted while loading quotas from etcd");
         }
+        Map<String, String> values = quotaValues(p, snapshot);
+        QuotaConfig initial = QuotaLayout.fromValues(p, values); // invalid at start: refuse to start
+        long rev = snapshot.getHeader().getRevision();
+        EtcdQuotaSource s = new EtcdQuotaSource(client, p, initial, rev);
+        synchronized (s) {
+            s.raw.putAll(values);
+            s.seenRevision = rev;
+        }
         s.reachable = true;
-        LOG.info("quotas loaded from etcd prefix {} at revision {}", s.prefix, s.revision);
-        s.watchFrom(s.revision + 1);
+        LOG.info("quotas loaded from etcd prefix {} at revision {}", p, rev);
+        s.watchFrom(rev + 1);
         s.timer.scheduleWithFixedDelay(s::probe, probeMillis, Math.max(100, probeMillis), TimeUnit.MILLISECONDS);
         return s;
     }
 
-    private void fill(GetResponse snapshot) {
-        raw.clear();
+    private static Map<String, String> quotaValues(String prefix, GetResponse snapshot) {
+        Map<String, String> out = new TreeMap<>();
         for (KeyValue kv : snapshot.getKvs()) {
             String rel = Etcd.string(kv.getKey()).substring(prefix.length());
             if (QuotaLayout.isQuotaKey(rel)) {
-                raw.put(rel, Etcd.string(kv.getValue()));
+                out.put(rel, Etcd.string(kv.getValue()));
             }
         }
+        return out;
+    }
+
+    private void fill(GetResponse snapshot) {
+        raw.clear();
+        raw.putAll(quotaValues(prefix, snapshot));
     }
 
     private synchronized void watchFrom(long rev) {
@@ -164,22 +163,20 @@ public final class EtcdQuotaSource implements QuotaSource {
             try {
                 next = QuotaLayout.fromValues(prefix, raw);
             } catch (QuotaConfigException e) {
-                rejected++;
+                countRejected();
                 lastRejection = String.join("; ", e.errors());
                 LOG.error("etcd quota update at revision {} refused, keeping the last good configuration: {}", rev,
                         lastRejection);
                 return;
             }
-            revision = rev;
-            if (next.equals(config)) {
+            if (next.equals(current())) {
+                revision(rev);
                 return;
             }
-            config = next;
+            swap(next, rev);
         }
         LOG.info("quotas updated from etcd at revision {}", rev);
-        for (Consumer<QuotaConfig> l : listeners) {
-            l.accept(next);
-        }
+        notifyListeners(next);
     }
 
     private void onWatchError(Throwable t) {
@@ -236,24 +233,8 @@ public final class EtcdQuotaSource implements QuotaSource {
     }
 
     @Override
-    public QuotaConfig current() {
-        return config;
-    }
-
-    /** Returns the etcd revision of the configuration in force (a refused update does not move it). */
-    @Override
-    public long revision() {
-        return revision;
-    }
-
-    @Override
     public boolean ready() {
         return reachable && !closed;
-    }
-
-    @Override
-    public long rejectedUpdates() {
-        return rejected;
     }
 
     /** Returns the errors of the last refused update, or null. */
@@ -262,12 +243,8 @@ public final class EtcdQuotaSource implements QuotaSource {
     }
 
     @Override
-    public void onChange(Consumer<QuotaConfig> listener) {
-        listeners.add(listener);
-    }
-
-    @Override
     public synchronized void close() {
+        super.close();
         closed = true;
         if (watcher != null) {
             watcher.close();
