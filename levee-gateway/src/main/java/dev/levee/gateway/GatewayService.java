@@ -35,6 +35,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
@@ -58,7 +59,10 @@ import org.slf4j.LoggerFactory;
  *   <li>Governance on: its principal is the account owning the access key id it claims (SigV4
  *       {@code Authorization}, presigned {@code X-Amz-Credential}, SigV2 forms), else the
  *       anonymous principal, or it is refused with {@code 403 AccessDenied} when anonymous
- *       requests are refused.</li>
+ *       requests are refused. When that key has a secret in the principals file, the claim
+ *       counts only if the request's SigV4 signature verifies ({@link SigV4Verifier}); otherwise
+ *       the request is refused ({@code 403 SignatureDoesNotMatch}, {@code RequestTimeTooSkewed},
+ *       {@code AccessDenied}, or {@code 400} when malformed) before anything is charged.</li>
  *   <li>Enforcement on: the request-rate check (SPEC.md §1); refusal is {@code 503 SlowDown}.</li>
  *   <li>Governance on: {@code PutObject}, {@code UploadPart}, {@code PostObject} wait for a
  *       mutating-upload slot of their principal, {@code GetObject} for a download slot; a full
@@ -164,6 +168,8 @@ public final class GatewayService implements AutoCloseable {
     private final HttpClientAgent backend;
     private final MeterRegistry registry;
     private final Governance governance;
+    /** The wall clock that signed requests' times are compared with (SigV4 dates are wall-clock times). */
+    private final Clock wallClock = Clock.systemUTC();
     private final byte[] healthToken;
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
     private final AtomicInteger inFlight = new AtomicInteger();
@@ -237,7 +243,8 @@ public final class GatewayService implements AutoCloseable {
             return "governance=off";
         }
         return "governance=on accounts=" + s.principals().accounts().size() + " keys=" + s.principals().keyCount()
-                + " anonymous=" + s.anonymous() + " upload=" + ByteUnits.formatRate(s.uploadRate())
+                + " verified_keys=" + s.principals().verifiedKeyCount()
+                + " max_clock_skew=" + s.maxClockSkew().toSeconds() + "s anonymous=" + s.anonymous() + " upload=" + ByteUnits.formatRate(s.uploadRate())
                 + " download=" + ByteUnits.formatRate(s.downloadRate())
                 + " principal_upload=" + ByteUnits.formatRate(s.principalUploadRate())
                 + " principal_download=" + ByteUnits.formatRate(s.principalDownloadRate())
@@ -365,7 +372,14 @@ public final class GatewayService implements AutoCloseable {
         if (governance != null) {
             ex.operation = governance.classify(req.method().name(), host, req.uri(), req.getHeader("x-amz-copy-source"))
                     .operation();
-            ex.principal = governance.principalOf(req.getHeader("Authorization"), req.query());
+            Governance.Identity id = governance.identify(req.method().name(), req.path(), req.query(), req.headers(),
+                    wallClock.millis());
+            if (id.refusal() != null) {
+                count("signature_refused");
+                signatureRefused(req, id.refusal());
+                return;
+            }
+            ex.principal = id.principal();
             if (ex.principal == null) {
                 count("principal_refused");
                 accessDenied(req);
@@ -639,6 +653,16 @@ public final class GatewayService implements AutoCloseable {
         endUnread(req, req.method() == HttpMethod.HEAD ? null
                 : SlowDown.xml("SlowDown", "Please reduce your request rate.", req.path(), rid));
         LOG.debug("refused {} {} ({})", req.method(), LogText.escape(req.uri()), why);
+    }
+
+    private void signatureRefused(HttpServerRequest req, SigV4Verifier.Verdict v) {
+        HttpServerResponse resp = req.response();
+        String rid = SlowDown.newRequestId();
+        resp.setStatusCode(v.status()).putHeader("Content-Type", "application/xml").putHeader("x-amz-request-id", rid);
+        endUnread(req, req.method() == HttpMethod.HEAD ? null : SlowDown.xml(v.code(), v.message(), req.path(), rid));
+        // the path only: a presigned query is a credential until it expires
+        LOG.debug("refused {} {} ({} {}: {})", req.method(), LogText.escape(req.path()), v.status(), v.code(),
+                LogText.escape(v.reason()));
     }
 
     private void accessDenied(HttpServerRequest req) {

@@ -11,15 +11,17 @@ import dev.levee.s3.S3Classification;
 import dev.levee.s3.S3Classifier;
 import dev.levee.s3.S3Request;
 import io.vertx.core.Context;
+import io.vertx.core.MultiMap;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Holds one gateway's governance state (SPEC.md §8): a {@link BandwidthGovernor} per direction,
- * an {@link AdmissionQueue} per admission class, the timer that wakes them, and the principal
- * directory. Thread-safe: the governors and queues are; the rest is immutable or atomic.
+ * an {@link AdmissionQueue} per admission class, the timer that wakes them, the principal
+ * directory, and the verification of signatures made with its secrets. Thread-safe: the governors and queues are; the rest is immutable or atomic.
  *
  * <p>Two admission queues rather than one so that {@code /health/ready} can report waiting,
  * admitted and refused requests per class; each class's queue has the configured bound.
@@ -32,6 +34,8 @@ final class Governance implements AutoCloseable {
     private final Map<Direction, BandwidthGovernor> governors = new EnumMap<>(Direction.class);
     private final Map<Direction, AtomicInteger> openStreams = new EnumMap<>(Direction.class);
     private final Map<AdmissionClass, AdmissionQueue> queues = new EnumMap<>(AdmissionClass.class);
+    private final LongAdder signaturesVerified = new LongAdder();
+    private final LongAdder signaturesRefused = new LongAdder();
 
     Governance(GovernanceSettings settings, Ticker ticker) {
         this.settings = settings;
@@ -56,15 +60,45 @@ final class Governance implements AutoCloseable {
     }
 
     /**
-     * Returns the principal of a request: the account owning the access key id it claims, else
-     * the anonymous principal, or {@code null} when anonymous requests are refused.
+     * Who a request is.
+     *
+     * @param principal the principal to govern it as; null when it is refused
+     * @param refusal   why its signature was refused, or null (then a null principal means an
+     *                  unknown or missing key with anonymous requests refused)
      */
-    String principalOf(String authorization, String rawQuery) {
-        String p = settings.principals().principalOf(Credentials.accessKeyId(authorization, rawQuery));
-        if (p != null) {
-            return p;
+    record Identity(String principal, SigV4Verifier.Verdict refusal) {
+    }
+
+    /**
+     * Identifies a request: the account owning the access key id it claims, else the anonymous
+     * principal, else nobody when anonymous requests are refused. When the claimed key has a
+     * secret, the claim counts only if the request's SigV4 signature verifies
+     * ({@link SigV4Verifier}); otherwise the request is refused, charged to nobody.
+     *
+     * @param method    the HTTP method
+     * @param rawPath   the path as received (percent-encoded)
+     * @param rawQuery  the query as received, without {@code '?'}; may be null
+     * @param headers   the headers as received
+     * @param nowMillis the wall-clock time, milliseconds since the epoch
+     * @return the principal, or why the request is refused
+     */
+    Identity identify(String method, String rawPath, String rawQuery, MultiMap headers, long nowMillis) {
+        String key = Credentials.accessKeyId(headers.get("Authorization"), rawQuery);
+        SigningSecret secret = settings.principals().secretOf(key);
+        if (secret != null) {
+            SigV4Verifier.Verdict v = SigV4Verifier.verify(new SigV4Verifier.Request(method, rawPath, rawQuery, headers), key,
+                    secret, nowMillis, settings.maxClockSkew().toMillis());
+            if (!v.verified()) {
+                signaturesRefused.increment();
+                return new Identity(null, v);
+            }
+            signaturesVerified.increment();
         }
-        return settings.anonymous() == AnonymousPolicy.ALLOW ? settings.anonymousPrincipal() : null;
+        String p = settings.principals().principalOf(key);
+        if (p != null) {
+            return new Identity(p, null);
+        }
+        return new Identity(settings.anonymous() == AnonymousPolicy.ALLOW ? settings.anonymousPrincipal() : null, null);
     }
 
     /** Requests an admission slot; see {@link AdmissionQueue#admitAsync}. */
@@ -111,8 +145,10 @@ final class Governance implements AutoCloseable {
                 openStreams.get(Direction.UPLOAD).get()));
         bandwidth.put("download", ReadyReport.BandwidthReport.of(governors.get(Direction.DOWNLOAD),
                 openStreams.get(Direction.DOWNLOAD).get()));
+        ReadyReport.SignatureReport signatures = new ReadyReport.SignatureReport(settings.principals().verifiedKeyCount(),
+                settings.maxClockSkew().toSeconds(), signaturesVerified.sum(), signaturesRefused.sum());
         return new ReadyReport.GovernanceReport(true, settings.principals().accounts().size(),
                 settings.principals().keyCount(), settings.anonymous().name().toLowerCase(java.util.Locale.ROOT),
-                admission, bandwidth);
+                admission, bandwidth, signatures);
     }
 }

@@ -34,6 +34,10 @@ import java.util.Objects;
  * @param timerResolution       the governors' timer slot (default 250 µs, between 1 µs and 100 ms)
  * @param baseDomains           base domains of virtual-hosted requests, to tell GetObject from
  *                              ListObjects (as the rate check's client does)
+ * @param maxClockSkew          how far the time of a request whose signature is verified (a key
+ *                              with a secret) may lie from the gateway's clock, and how far ahead
+ *                              a presigned URL may be dated (default 15 minutes, as S3; between
+ *                              1 s and 24 h)
  */
 public record GovernanceSettings(
         boolean enabled,
@@ -47,12 +51,15 @@ public record GovernanceSettings(
         int maxWaitingQuanta,
         AdmissionConfig admission,
         Duration timerResolution,
-        List<String> baseDomains) {
+        List<String> baseDomains,
+        Duration maxClockSkew) {
 
     /** The default id of the anonymous principal. */
     public static final String DEFAULT_ANONYMOUS_PRINCIPAL = "anonymous";
     /** The default timer resolution: 250 µs (docs/BENCHMARKS-governor.md). */
     public static final Duration DEFAULT_TIMER_RESOLUTION = Duration.ofNanos(250_000);
+    /** The default largest clock skew of a signed request: 15 minutes, as S3. */
+    public static final Duration DEFAULT_MAX_CLOCK_SKEW = Duration.ofMinutes(15);
 
     private static final GovernanceSettings OFF = builder().enabled(false).build();
 
@@ -61,8 +68,8 @@ public record GovernanceSettings(
      *
      * @throws IllegalArgumentException if a rate is neither 0 nor in [10, 2^40] bytes/s, the
      *                                  anonymous principal id is blank or names an account, the
-     *                                  timer resolution is outside [1 µs, 100 ms], or a bound is
-     *                                  below 1
+     *                                  timer resolution is outside [1 µs, 100 ms], the clock skew
+     *                                  outside [1 s, 24 h], or a bound is below 1
      * @throws NullPointerException     if a component is null
      */
     public GovernanceSettings {
@@ -71,6 +78,7 @@ public record GovernanceSettings(
         Objects.requireNonNull(anonymousPrincipal, "anonymousPrincipal");
         Objects.requireNonNull(admission, "admission");
         Objects.requireNonNull(timerResolution, "timerResolution");
+        Objects.requireNonNull(maxClockSkew, "maxClockSkew");
         baseDomains = List.copyOf(baseDomains);
         PrincipalDirectory.checkId(anonymousPrincipal, "anonymous principal");
         if (principals.hasAccount(anonymousPrincipal)) {
@@ -79,6 +87,9 @@ public record GovernanceSettings(
         }
         if (timerResolution.compareTo(Duration.ofNanos(1000)) < 0 || timerResolution.compareTo(Duration.ofMillis(100)) > 0) {
             throw new IllegalArgumentException("timer resolution must lie between 1µs and 100ms, got " + timerResolution);
+        }
+        if (maxClockSkew.compareTo(Duration.ofSeconds(1)) < 0 || maxClockSkew.compareTo(Duration.ofHours(24)) > 0) {
+            throw new IllegalArgumentException("the largest clock skew must lie between 1s and 24h, got " + maxClockSkew);
         }
         // the governors' own validation, with the gateway's option names
         rate("upload rate", uploadRate);
@@ -141,6 +152,7 @@ public record GovernanceSettings(
         private AdmissionConfig admission = AdmissionConfig.defaults(AdmissionConfig.DEFAULT_MAX_DOWNLOADS_PER_PRINCIPAL);
         private Duration timerResolution = DEFAULT_TIMER_RESOLUTION;
         private List<String> baseDomains = List.of();
+        private Duration maxClockSkew = DEFAULT_MAX_CLOCK_SKEW;
 
         private Builder() {
         }
@@ -217,6 +229,12 @@ public record GovernanceSettings(
             return this;
         }
 
+        /** Sets the largest clock skew of a request whose signature is verified; default 15 minutes. */
+        public Builder maxClockSkew(Duration skew) {
+            this.maxClockSkew = skew;
+            return this;
+        }
+
         /**
          * Validates and returns the settings.
          *
@@ -224,7 +242,8 @@ public record GovernanceSettings(
          */
         public GovernanceSettings build() {
             return new GovernanceSettings(enabled, principals, anonymous, anonymousPrincipal, uploadRate, downloadRate,
-                    principalUploadRate, principalDownloadRate, maxWaitingQuanta, admission, timerResolution, baseDomains);
+                    principalUploadRate, principalDownloadRate, maxWaitingQuanta, admission, timerResolution, baseDomains,
+                    maxClockSkew);
         }
     }
 }

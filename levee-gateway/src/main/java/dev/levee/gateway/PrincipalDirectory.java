@@ -33,14 +33,20 @@ public final class PrincipalDirectory {
      * @param uploadRate   its own upload ceiling in bytes/s, overriding the gateway's per-principal
      *                     default; empty = the default; {@code 0} = no per-principal ceiling
      * @param downloadRate likewise for downloads
+     * @param secrets      the secrets of some of its keys (key id → secret): a request claiming
+     *                     one of these keys is charged to the account only if its SigV4 signature
+     *                     verifies ({@link SigV4Verifier}); a key without a secret is trusted as
+     *                     claimed
      */
-    public record Account(String id, List<String> keys, OptionalLong uploadRate, OptionalLong downloadRate) {
+    public record Account(String id, List<String> keys, OptionalLong uploadRate, OptionalLong downloadRate,
+                          Map<String, SigningSecret> secrets) {
         /**
          * Validates and copies.
          *
          * @throws IllegalArgumentException if the id is blank, too long or has control characters,
-         *                                  or there is no key, a blank key, or a negative rate
-         * @throws NullPointerException     if a component or key is null
+         *                                  or there is no key, a blank key, a negative rate, or a
+         *                                  secret for a key that is not among {@code keys}
+         * @throws NullPointerException     if a component, key or secret is null
          */
         public Account {
             Objects.requireNonNull(id, "id");
@@ -62,16 +68,36 @@ public final class PrincipalDirectory {
             if (uploadRate.orElse(0) < 0 || downloadRate.orElse(0) < 0) {
                 throw new IllegalArgumentException("account '" + id + "': rates must be ≥ 0");
             }
+            secrets = Map.copyOf(secrets);
+            for (String k : secrets.keySet()) {
+                if (!keys.contains(k)) {
+                    throw new IllegalArgumentException("account '" + id + "': a secret is given for access key id '" + k
+                            + "', which is not one of its keys");
+                }
+            }
         }
 
-        /** Returns an account with the given keys and the gateway's default rates. */
+        /** Returns an account whose keys have no secret (their claims are trusted). */
+        public Account(String id, List<String> keys, OptionalLong uploadRate, OptionalLong downloadRate) {
+            this(id, keys, uploadRate, downloadRate, Map.of());
+        }
+
+        /** Returns an account with the given keys, no secrets and the gateway's default rates. */
         public static Account of(String id, String... keys) {
             return new Account(id, List.of(keys), OptionalLong.empty(), OptionalLong.empty());
+        }
+
+        /** Returns this account with {@code secret} for its key {@code keyId} (replacing any). */
+        public Account withSecret(String keyId, SigningSecret secret) {
+            Map<String, SigningSecret> s = new HashMap<>(secrets);
+            s.put(keyId, Objects.requireNonNull(secret, "secret"));
+            return new Account(id, keys, uploadRate, downloadRate, s);
         }
     }
 
     private final Map<String, Account> accounts;
     private final Map<String, String> principalByKey;
+    private final Map<String, SigningSecret> secretByKey;
 
     /**
      * Validates the accounts.
@@ -82,6 +108,7 @@ public final class PrincipalDirectory {
     public PrincipalDirectory(List<Account> accounts) {
         Map<String, Account> byId = new LinkedHashMap<>();
         Map<String, String> byKey = new HashMap<>();
+        Map<String, SigningSecret> secrets = new HashMap<>();
         for (Account a : accounts) {
             if (byId.putIfAbsent(a.id(), a) != null) {
                 throw new IllegalArgumentException("account '" + a.id() + "' is defined twice");
@@ -93,12 +120,14 @@ public final class PrincipalDirectory {
                             + "' and '" + a.id() + "'");
                 }
             }
+            secrets.putAll(a.secrets());
         }
         if (byKey.size() > MAX_KEYS) {
             throw new IllegalArgumentException(byKey.size() + " access keys, more than the " + MAX_KEYS + " a gateway loads");
         }
         this.accounts = java.util.Collections.unmodifiableMap(byId);
         this.principalByKey = Map.copyOf(byKey);
+        this.secretByKey = Map.copyOf(secrets);
     }
 
     /** Returns a directory without accounts: every request is anonymous. */
@@ -117,7 +146,10 @@ public final class PrincipalDirectory {
      *     upload_rate: 20MiB/s           # optional, bytes/s with units; 0 = no per-principal ceiling
      *     download_rate: 50MiB/s         # optional
      *   svc-backup:
-     *     keys: [AKIABACKUP]
+     *     keys:
+     *       - AKIABACKUP                 # a key id alone: its claim is trusted
+     *       - id: AKIABACKUP2            # a key with its secret: its SigV4 signatures are verified
+     *         secret: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
      * </pre>
      *
      * @param yaml   the file's text
@@ -133,6 +165,16 @@ public final class PrincipalDirectory {
     /** Returns the principal (account id) that owns {@code accessKeyId}, or null when unknown. */
     public String principalOf(String accessKeyId) {
         return accessKeyId == null ? null : principalByKey.get(accessKeyId);
+    }
+
+    /** Returns the secret of {@code accessKeyId}, or null when it has none (its claims are trusted) or is unknown. */
+    SigningSecret secretOf(String accessKeyId) {
+        return accessKeyId == null ? null : secretByKey.get(accessKeyId);
+    }
+
+    /** Returns the number of access keys with a secret, whose signatures the gateway verifies. */
+    public int verifiedKeyCount() {
+        return secretByKey.size();
     }
 
     /** Returns the accounts in definition order. */

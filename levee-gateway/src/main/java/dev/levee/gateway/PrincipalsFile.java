@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -18,6 +19,7 @@ final class PrincipalsFile {
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
     private static final Set<String> ACCOUNT_FIELDS = Set.of("keys", "upload_rate", "download_rate");
+    private static final Set<String> KEY_FIELDS = Set.of("id", "secret");
 
     private PrincipalsFile() {
     }
@@ -81,16 +83,13 @@ final class PrincipalsFile {
             }
         }
         List<String> keys = new ArrayList<>();
+        Map<String, SigningSecret> secrets = new HashMap<>();
         JsonNode k = node.get("keys");
         if (k == null || !k.isArray() || k.isEmpty()) {
             problems.add(path + ".keys: expected a non-empty list of access key ids");
         } else {
             for (int i = 0; i < k.size(); i++) {
-                if (!k.get(i).isTextual()) {
-                    problems.add(path + ".keys[" + i + "]: expected a string");
-                } else {
-                    keys.add(k.get(i).asText());
-                }
+                key(k.get(i), path + ".keys[" + i + "]", keys, secrets, problems);
             }
         }
         OptionalLong up = rate(node.get("upload_rate"), path + ".upload_rate", problems);
@@ -99,10 +98,56 @@ final class PrincipalsFile {
             return java.util.Optional.empty();
         }
         try {
-            return java.util.Optional.of(new PrincipalDirectory.Account(id, keys, up, down));
+            return java.util.Optional.of(new PrincipalDirectory.Account(id, keys, up, down, secrets));
         } catch (IllegalArgumentException e) {
             problems.add(path + ": " + e.getMessage());
             return java.util.Optional.empty();
+        }
+    }
+
+    /**
+     * Reads one entry of {@code keys}: an access key id alone (its claim is trusted), or
+     * {@code {id, secret}} (its signatures are verified). Messages name the field, never the secret.
+     */
+    private static void key(JsonNode node, String path, List<String> keys, Map<String, SigningSecret> secrets,
+                            List<String> problems) {
+        if (node.isTextual()) {
+            keys.add(node.asText());
+            return;
+        }
+        if (!node.isObject()) {
+            problems.add(path + ": expected an access key id, or a mapping with 'id' and 'secret'");
+            return;
+        }
+        int before = problems.size();
+        for (Map.Entry<String, JsonNode> f : node.properties()) {
+            if (!KEY_FIELDS.contains(f.getKey())) {
+                problems.add(path + ": unknown field '" + f.getKey() + "' (expected id, secret)");
+            }
+        }
+        JsonNode id = node.get("id");
+        if (id == null || id.isNull()) {
+            problems.add(path + ": 'id' is missing (the access key id)");
+        } else if (!id.isTextual()) {
+            problems.add(path + ".id: expected a string");
+        }
+        JsonNode secret = node.get("secret");
+        String problem = null;
+        if (secret == null) {
+            problems.add(path + ": 'secret' is missing (write the access key id alone for a key whose claim is trusted)");
+        } else if (secret.isNull()) {
+            problems.add(path + ".secret: expected a non-empty string, got nothing");
+        } else if (!secret.isTextual()) {
+            problems.add(path + ".secret: expected a string (quote it)");
+        } else if ((problem = SigningSecret.problem(secret.asText())) != null) {
+            problems.add(path + ".secret: " + problem);
+        }
+        if (problems.size() > before) {
+            return;
+        }
+        keys.add(id.asText());
+        if (secrets.putIfAbsent(id.asText(), SigningSecret.of(secret.asText())) != null) {
+            problems.add(path + ": access key id '" + id.asText() + "' is listed twice");
         }
     }
 

@@ -30,15 +30,30 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
      * @param anonymous  {@code allow} or {@code refuse}
      * @param admission  per admission class ({@code mutatingUpload}, {@code download})
      * @param bandwidth  per direction ({@code upload}, {@code download})
+     * @param signatures the verification of SigV4 signatures for keys with a secret
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record GovernanceReport(boolean enabled, Integer accounts, Integer accessKeys, String anonymous,
-                                   Map<String, AdmissionReport> admission, Map<String, BandwidthReport> bandwidth) {
+                                   Map<String, AdmissionReport> admission, Map<String, BandwidthReport> bandwidth,
+                                   SignatureReport signatures) {
 
         /** Returns the section of a gateway whose governance is off. */
         public static GovernanceReport off() {
-            return new GovernanceReport(false, null, null, null, null, null);
+            return new GovernanceReport(false, null, null, null, null, null, null);
         }
+    }
+
+    /**
+     * Signature verification (keys with a secret in the principals file): counts, never keys or
+     * secrets.
+     *
+     * @param verifiedKeys        access keys whose signatures are verified (a count)
+     * @param maxClockSkewSeconds how far a signed request's time may lie from the gateway's clock, s
+     * @param verified            requests whose signature verified, total
+     * @param refused             requests refused because their signature did not verify (mismatch,
+     *                            malformed, expired, skewed, unsupported scheme), total
+     */
+    public record SignatureReport(int verifiedKeys, long maxClockSkewSeconds, long verified, long refused) {
     }
 
     /**

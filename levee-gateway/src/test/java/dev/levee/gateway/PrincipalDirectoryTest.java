@@ -37,6 +37,95 @@ class PrincipalDirectoryTest {
     }
 
     @Test
+    void aKeyMayCarryItsSecretBesideKeysWithout() {
+        PrincipalDirectory d = PrincipalDirectory.parseYaml("""
+                accounts:
+                  svc-photos:
+                    keys:
+                      - AKIAPHOTOS1
+                      - id: AKIAPHOTOS2
+                        secret: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+                  svc-backup:
+                    keys: [{id: AKIABACKUP, secret: 'sec ret with inner spaces'}]
+                """, "p.yaml");
+        assertThat(d.principalOf("AKIAPHOTOS1")).isEqualTo("svc-photos");
+        assertThat(d.principalOf("AKIAPHOTOS2")).isEqualTo("svc-photos");
+        assertThat(d.principalOf("AKIABACKUP")).isEqualTo("svc-backup");
+        assertThat(d.secretOf("AKIAPHOTOS1")).isNull();
+        assertThat(d.secretOf("AKIAPHOTOS2")).isNotNull();
+        assertThat(d.secretOf("AKIABACKUP")).isNotNull();
+        assertThat(d.secretOf(null)).isNull();
+        assertThat(d.keyCount()).isEqualTo(3);
+        assertThat(d.verifiedKeyCount()).isEqualTo(2);
+        assertThat(d.accounts().get(0).keys()).containsExactly("AKIAPHOTOS1", "AKIAPHOTOS2");
+        assertThat(d.accounts().toString()).doesNotContain("EXAMPLEKEY", "inner spaces");
+    }
+
+    @Test
+    void badSecretsAreNamedByTheirFieldAndNeverQuoted() {
+        assertThatThrownBy(() -> PrincipalDirectory.parseYaml("""
+                accounts:
+                  a:
+                    keys:
+                      - {id: K1, secret: ""}
+                      - {id: K2, secret: "   "}
+                      - {id: K3, secret: " padded-secret-value "}
+                      - {id: K4, secret: 12345}
+                      - {id: K5, secret: }
+                      - {id: K6}
+                      - {secret: orphan-secret-value}
+                      - {id: K8, secret: ok-secret-value, colour: blue}
+                      - [K9]
+                      - {id: [K10], secret: list-id-secret-value}
+                """, "p.yaml"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("p.yaml: accounts.a.keys[0].secret: is empty")
+                .hasMessageContaining("accounts.a.keys[1].secret: is blank")
+                .hasMessageContaining("accounts.a.keys[2].secret: starts or ends with white space")
+                .hasMessageContaining("accounts.a.keys[3].secret: expected a string (quote it)")
+                .hasMessageContaining("accounts.a.keys[4].secret: expected a non-empty string")
+                .hasMessageContaining("accounts.a.keys[5]: 'secret' is missing")
+                .hasMessageContaining("accounts.a.keys[6]: 'id' is missing")
+                .hasMessageContaining("accounts.a.keys[7]: unknown field 'colour' (expected id, secret)")
+                .hasMessageContaining("accounts.a.keys[8]: expected an access key id, or a mapping with 'id' and 'secret'")
+                .hasMessageContaining("accounts.a.keys[9].id: expected a string")
+                .message().doesNotContain("padded-secret-value", "orphan-secret-value", "ok-secret-value", "list-id-secret-value",
+                        "12345");
+    }
+
+    @Test
+    void malformedYamlDoesNotEchoASecret() {
+        assertThatThrownBy(() -> PrincipalDirectory.parseYaml("""
+                accounts:
+                  a:
+                    keys:
+                      - {id: K1, secret: "unterminated-secret-value}
+                """, "p.yaml")).hasMessageStartingWith("p.yaml:").hasMessageContaining("malformed YAML")
+                .message().doesNotContain("unterminated-secret-value");
+        assertThatThrownBy(() -> PrincipalDirectory.parseYaml("""
+                accounts:
+                  a:
+                    keys:
+                      - id: K1
+                        secret: first-secret-value
+                        secret: second-secret-value
+                """, "p.yaml")).hasMessageContaining("Duplicate field 'secret'")
+                .message().doesNotContain("first-secret-value", "second-secret-value");
+    }
+
+    @Test
+    void aSecretBelongsToOneOfTheAccountsKeys() {
+        assertThatThrownBy(() -> new PrincipalDirectory.Account("svc", List.of("K1"), OptionalLong.empty(), OptionalLong.empty(),
+                java.util.Map.of("K2", SigningSecret.of("s3cr3t-value"))))
+                .hasMessageContaining("a secret is given for access key id 'K2', which is not one of its keys")
+                .message().doesNotContain("s3cr3t-value");
+        assertThatThrownBy(() -> SigningSecret.of("")).hasMessage("the secret is empty");
+        assertThatThrownBy(() -> SigningSecret.of("a\u0000b")).hasMessage("the secret has control characters");
+        assertThatThrownBy(() -> SigningSecret.of("x".repeat(SigningSecret.MAX_LENGTH + 1)))
+                .hasMessage("the secret is longer than 1024 characters");
+    }
+
+    @Test
     void anEmptyAccountListGovernsEverythingAsAnonymous() {
         assertThat(PrincipalDirectory.parseYaml("accounts: {}\n", "p.yaml").keyCount()).isZero();
         assertThat(PrincipalDirectory.parseYaml("accounts:\n", "p.yaml").keyCount()).isZero();

@@ -1,0 +1,211 @@
+package dev.levee.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.levee.runtime.HostPort;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vertx.core.Vertx;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.http.ContentStreamProvider;
+import software.amazon.awssdk.http.SdkHttpMethod;
+import software.amazon.awssdk.http.SdkHttpRequest;
+import software.amazon.awssdk.http.auth.aws.signer.AwsV4FamilyHttpSigner;
+import software.amazon.awssdk.http.auth.aws.signer.AwsV4HttpSigner;
+import software.amazon.awssdk.identity.spi.AwsCredentialsIdentity;
+
+/**
+ * A running gateway verifies SigV4 for keys with a secret (issue 6): requests signed by the AWS
+ * SDK's signer with the right secret reach the backend and are charged; forged ones (the right
+ * key id, another secret; an expired presigned URL) get an S3 XML error, never reach the backend
+ * and are charged nothing; a key without a secret keeps the trusted claim.
+ */
+class SignatureVerificationTest {
+
+    static final String TOKEN = "t0ken-for-tests-0123456789";
+    static final String VERIFIED_KEY = "AKIAVERIFIEDKEY";
+    static final String SECRET = "the-real-secret/0123456789+abcdefghijklmn";
+    static final String TRUSTED_KEY = "AKIATRUSTEDKEY";
+    static final Set<String> RESTRICTED = Set.of("host", "content-length", "connection", "expect", "upgrade");
+
+    final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5)).build();
+    final ObjectMapper json = new ObjectMapper();
+    StubBackend backend;
+    Vertx vertx;
+    GatewayService gateway;
+
+    @BeforeEach
+    void start() throws Exception {
+        backend = new StubBackend();
+        vertx = Vertx.vertx();
+        HostPort any = new HostPort("127.0.0.1", 0);
+        PrincipalDirectory.Account account = PrincipalDirectory.Account.of("svc-victim", VERIFIED_KEY, TRUSTED_KEY)
+                .withSecret(VERIFIED_KEY, SigningSecret.of(SECRET));
+        GovernanceSettings governance = GovernanceSettings.builder()
+                .principals(new PrincipalDirectory(List.of(account)))
+                .anonymous(AnonymousPolicy.REFUSE)
+                .uploadRate(64L << 20)
+                .downloadRate(64L << 20)
+                .build();
+        GatewayService.Options o = new GatewayService.Options(any, any, new HostPort("127.0.0.1", backend.port()), false,
+                GatewayService.OnFailure.ALLOW, Duration.ofSeconds(30), 16).withGovernance(governance).withHealthToken(TOKEN);
+        gateway = GatewayService.start(vertx, o, null, new SimpleMeterRegistry()).toCompletionStage().toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        gateway.stop(Duration.ofSeconds(1)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        backend.close();
+    }
+
+    /** Signs a request to the gateway with the SDK's signer, as the S3 client does, at {@code at}. */
+    SdkHttpRequest signed(SdkHttpMethod method, String path, String secret, byte[] body, Instant at, Duration presignedFor) {
+        int q = path.indexOf('?');
+        SdkHttpRequest.Builder builder = SdkHttpRequest.builder().method(method).protocol("http").host("127.0.0.1")
+                .port(gateway.port()).encodedPath(q < 0 ? path : path.substring(0, q))
+                .putHeader("Content-Length", Integer.toString(body == null ? 0 : body.length));
+        if (q >= 0) {
+            for (String kv : path.substring(q + 1).split("&")) {
+                builder.putRawQueryParameter(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
+            }
+        }
+        SdkHttpRequest request = builder.build();
+        return AwsV4HttpSigner.create().sign(r -> {
+            r.identity(AwsCredentialsIdentity.create(VERIFIED_KEY, secret)).request(request)
+                    .putProperty(AwsV4HttpSigner.SERVICE_SIGNING_NAME, "s3")
+                    .putProperty(AwsV4HttpSigner.REGION_NAME, "us-east-1")
+                    .putProperty(AwsV4HttpSigner.SIGNING_CLOCK, Clock.fixed(at, ZoneOffset.UTC))
+                    .putProperty(AwsV4HttpSigner.DOUBLE_URL_ENCODE, false)
+                    .putProperty(AwsV4HttpSigner.NORMALIZE_PATH, false)
+                    .putProperty(AwsV4FamilyHttpSigner.PAYLOAD_SIGNING_ENABLED, presignedFor == null);
+            if (body != null) {
+                r.payload(ContentStreamProvider.fromByteArray(body));
+            }
+            if (presignedFor != null) {
+                r.putProperty(AwsV4FamilyHttpSigner.AUTH_LOCATION, AwsV4FamilyHttpSigner.AuthLocation.QUERY_STRING)
+                        .putProperty(AwsV4FamilyHttpSigner.EXPIRATION_DURATION, presignedFor);
+            }
+        }).request();
+    }
+
+    HttpResponse<String> send(SdkHttpRequest signed, byte[] body) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(signed.getUri())
+                .method(signed.method().name(), body == null ? HttpRequest.BodyPublishers.noBody()
+                        : HttpRequest.BodyPublishers.ofByteArray(body));
+        signed.forEachHeader((name, values) -> {
+            if (!RESTRICTED.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+                values.forEach(v -> b.header(name, v));
+            }
+        });
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    JsonNode ready() throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.adminPort()
+                + "/health/ready")).header("Authorization", "Bearer " + TOKEN).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(ReadySchema.errors("ReadyResponse", r.body())).as(r.body()).isEmpty();
+        assertThat(r.body()).doesNotContain(SECRET, "real-secret", VERIFIED_KEY, "svc-victim");
+        return json.readTree(r.body());
+    }
+
+    @Test
+    void aRequestSignedWithTheSecretIsForwardedAndCharged() throws Exception {
+        byte[] body = new byte[100 * 1024];
+        HttpResponse<String> r = send(signed(SdkHttpMethod.PUT, "/bucket/ok.bin", SECRET, body, Instant.now(), null), body);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(backend.lastBody.get()).isEqualTo(body);
+        JsonNode ready = ready();
+        assertThat(ready.at("/governance/signatures/verifiedKeys").asInt()).isEqualTo(1);
+        assertThat(ready.at("/governance/signatures/maxClockSkewSeconds").asLong()).isEqualTo(900);
+        assertThat(ready.at("/governance/signatures/verified").asLong()).isEqualTo(1);
+        assertThat(ready.at("/governance/signatures/refused").asLong()).isZero();
+        assertThat(ready.at("/governance/bandwidth/upload/grantedBytes").asLong()).isGreaterThanOrEqualTo(body.length);
+        assertThat(ready.at("/governance/admission/mutatingUpload/admitted").asLong()).isEqualTo(1);
+    }
+
+    @Test
+    void theRightKeyIdWithAnotherSecretIsRefusedUnchargedAndNeverForwarded() throws Exception {
+        byte[] body = new byte[100 * 1024];
+        HttpResponse<String> r = send(signed(SdkHttpMethod.PUT, "/bucket/forged.bin", "a-guessed-secret", body, Instant.now(),
+                null), body);
+        assertThat(r.statusCode()).isEqualTo(403);
+        assertThat(r.headers().firstValue("Content-Type")).hasValue("application/xml");
+        assertThat(r.body()).contains("<Code>SignatureDoesNotMatch</Code>", "<Resource>/bucket/forged.bin</Resource>")
+                .doesNotContain(SECRET, "a-guessed-secret");
+        HttpResponse<String> head = send(signed(SdkHttpMethod.HEAD, "/bucket/forged.bin", "a-guessed-secret", null,
+                Instant.now(), null), null);
+        assertThat(head.statusCode()).isEqualTo(403);
+        assertThat(backend.received.get()).isZero();
+        assertThat(backend.lastHeaders.get()).as("nothing reached the backend").isNull();
+        JsonNode ready = ready();
+        assertThat(ready.at("/governance/signatures/refused").asLong()).isEqualTo(2);
+        assertThat(ready.at("/governance/signatures/verified").asLong()).isZero();
+        assertThat(ready.at("/governance/bandwidth/upload/grantedBytes").asLong()).isZero();
+        assertThat(ready.at("/governance/bandwidth/upload/principals").asInt()).isZero();
+        assertThat(ready.at("/governance/admission/mutatingUpload/admitted").asLong()).isZero();
+    }
+
+    @Test
+    void anExpiredPresignedUrlIsRefusedAndAValidOneServed() throws Exception {
+        Instant now = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        SdkHttpRequest expired = signed(SdkHttpMethod.GET, "/bucket/obj?size=1000", SECRET, null,
+                now.minus(Duration.ofMinutes(10)), Duration.ofMinutes(5));
+        HttpResponse<String> r = send(expired, null);
+        assertThat(r.statusCode()).isEqualTo(403);
+        assertThat(r.body()).contains("<Code>AccessDenied</Code>", "Request has expired");
+        assertThat(backend.written.get()).isZero();
+
+        SdkHttpRequest valid = signed(SdkHttpMethod.GET, "/bucket/obj?size=1000", SECRET, null, now, Duration.ofMinutes(5));
+        URI bigger = URI.create(valid.getUri().toString().replace("size=1000", "size=2000"));
+        HttpResponse<String> changed = http.send(HttpRequest.newBuilder(bigger).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(changed.statusCode()).as("a parameter changed after signing breaks the signature").isEqualTo(403);
+        assertThat(changed.body()).contains("<Code>SignatureDoesNotMatch</Code>");
+        assertThat(backend.written.get()).isZero();
+        HttpResponse<String> served = send(valid, null);
+        assertThat(served.statusCode()).isEqualTo(200);
+        assertThat(served.body()).hasSize(1000);
+        JsonNode ready = ready();
+        assertThat(ready.at("/governance/signatures/verified").asLong()).isEqualTo(1);
+        assertThat(ready.at("/governance/signatures/refused").asLong()).isEqualTo(2);
+        assertThat(ready.at("/governance/bandwidth/download/grantedBytes").asLong()).isGreaterThanOrEqualTo(1000);
+    }
+
+    @Test
+    void aRequestTooFarFromTheClockIsRefused() throws Exception {
+        HttpResponse<String> r = send(signed(SdkHttpMethod.PUT, "/bucket/late.bin", SECRET, new byte[10],
+                Instant.now().minus(Duration.ofMinutes(20)), null), new byte[10]);
+        assertThat(r.statusCode()).isEqualTo(403);
+        assertThat(r.body()).contains("<Code>RequestTimeTooSkewed</Code>");
+        assertThat(backend.received.get()).isZero();
+    }
+
+    @Test
+    void aKeyWithoutASecretIsTrustedAsClaimed() throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gateway.port() + "/bucket/t"))
+                .PUT(HttpRequest.BodyPublishers.ofString("trusted"))
+                .header("Authorization", "AWS4-HMAC-SHA256 Credential=" + TRUSTED_KEY + "/20260101/us-east-1/s3/aws4_request,"
+                        + " SignedHeaders=host, Signature=00").build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(200);
+        assertThat(new String(backend.lastBody.get(), java.nio.charset.StandardCharsets.UTF_8)).isEqualTo("trusted");
+        assertThat(ready().at("/governance/signatures/verified").asLong()).isZero();
+    }
+}
