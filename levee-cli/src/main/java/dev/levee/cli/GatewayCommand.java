@@ -18,10 +18,15 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.concurrent.Callable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -37,15 +42,18 @@ import picocli.CommandLine.Spec;
         description = {"Run the S3 gateway: a streaming reverse proxy to an S3 backend, checking each request"
                 + " with the limiter cluster unless --no-enforce (NGINX checks).",
             "With --principals FILE it also shapes bytes per second per direction and per principal (service"
-                + " account) and limits uploads and downloads in flight per principal. Rates are bytes per"
-                + " second with units (4MiB/s, 10MB, 1048576); 0 switches that ceiling off. See docs/gateway.md."})
+                + " account) and limits uploads and downloads in flight per principal, and verifies the SigV4"
+                + " signatures of the keys the file gives a secret. Rates are bytes per second with units"
+                + " (4MiB/s, 10MB, 1048576); 0 switches that ceiling off. See docs/gateway.md."})
 final class GatewayCommand implements Callable<Integer> {
+
+    private static final Logger LOG = LoggerFactory.getLogger("levee.gateway");
 
     /** Options that only make sense with --principals. */
     private static final List<String> GOVERNANCE_OPTIONS = List.of("--upload-rate", "--download-rate",
             "--principal-upload-rate", "--principal-download-rate", "--anonymous", "--anonymous-principal",
             "--max-uploads-per-principal", "--max-downloads-per-principal", "--admission-queue", "--admission-timeout",
-            "--max-waiting-quanta", "--timer-resolution");
+            "--max-waiting-quanta", "--timer-resolution", "--max-clock-skew");
 
     @Spec
     CommandSpec spec;
@@ -100,9 +108,15 @@ final class GatewayCommand implements Callable<Integer> {
     // ---- governance (SPEC.md §8)
 
     @Option(names = "--principals", paramLabel = "FILE",
-            description = "YAML file of service accounts and their access key ids (at most 1000 keys); switches"
-                    + " bandwidth governance and admission on (docs/gateway.md)")
+            description = "YAML file of service accounts and their access key ids (at most 1000 keys), with the"
+                    + " secrets of the keys whose SigV4 signatures the gateway verifies; switches bandwidth"
+                    + " governance and admission on (docs/gateway.md)")
     Path principalsFile;
+
+    @Option(names = "--max-clock-skew", converter = Converters.DurationConverter.class, defaultValue = "15m",
+            description = "how far the time of a request signed with a key that has a secret may lie from this"
+                    + " host's clock, and how far ahead a presigned URL may be dated; 1s to 24h (default: ${DEFAULT-VALUE})")
+    Duration maxClockSkew;
 
     @Option(names = "--upload-rate", converter = RateConverter.class, defaultValue = "0", paramLabel = "RATE",
             description = "ceiling of all uploads (request bodies) together, bytes/s; 0 = none (default: ${DEFAULT-VALUE})")
@@ -164,6 +178,7 @@ final class GatewayCommand implements Callable<Integer> {
                 .withGovernance(governance())
                 .withHealthToken(healthToken());
         common.apply("levee-gateway");
+        warnIfSecretsAreReadable(options.governance());
         Vertx vertx = Vertx.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         LeveeClient client = enforce ? Daemon.await(LeveeClient.start(vertx, new LeveeClient.Options(observer,
@@ -204,9 +219,26 @@ final class GatewayCommand implements Callable<Integer> {
                     .admission(new AdmissionConfig(maxUploads, maxDownloads, admissionQueue, admissionTimeout.toNanos()))
                     .timerResolution(timerResolution)
                     .baseDomains(baseDomains)
+                    .maxClockSkew(maxClockSkew)
                     .build();
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+
+    /** Warns when the principals file holds secrets and other users may read it. */
+    private void warnIfSecretsAreReadable(GovernanceSettings governance) {
+        if (principalsFile == null || governance.principals().verifiedKeyCount() == 0) {
+            return;
+        }
+        try {
+            Set<PosixFilePermission> p = Files.getPosixFilePermissions(principalsFile);
+            if (p.contains(PosixFilePermission.GROUP_READ) || p.contains(PosixFilePermission.OTHERS_READ)) {
+                LOG.warn("{} holds {} secret(s) and is readable by its group or others ({}): chmod 600 it",
+                        principalsFile, governance.principals().verifiedKeyCount(), PosixFilePermissions.toString(p));
+            }
+        } catch (IOException | UnsupportedOperationException e) {
+            // not a POSIX file system: nothing to check
         }
     }
 

@@ -100,6 +100,33 @@ class MainTest {
     }
 
     @Test
+    void gatewayRefusesAPrincipalsFileWithABadSecretNamingTheField() throws Exception {
+        Path p = write("principals.yaml", """
+                accounts:
+                  svc:
+                    keys:
+                      - {id: AKIAOK, secret: "fine-secret-value"}
+                      - {id: AKIABAD, secret: ""}
+                """);
+        Run r = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString());
+        assertThat(r.status()).isNotZero();
+        assertThat(r.err()).contains("accounts.svc.keys[1].secret: is empty").doesNotContain("fine-secret-value")
+                .doesNotContain("\tat ");
+    }
+
+    @Test
+    void gatewayClockSkewNeedsPrincipalsAndARange() throws Exception {
+        Run without = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--max-clock-skew", "5m");
+        assertThat(without.status()).isNotZero();
+        assertThat(without.err()).contains("--max-clock-skew needs --principals FILE");
+        Path p = write("principals.yaml", "accounts: {}\n");
+        Run tooLong = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString(),
+                "--max-clock-skew", "48h");
+        assertThat(tooLong.status()).isNotZero();
+        assertThat(tooLong.err()).contains("clock skew must lie between 1s and 24h");
+    }
+
+    @Test
     void demoStreamsFollowTheEmbeddedQuotas() {
         var streams = DemoCommand.deriveStreams(Quotas.embedded(), 2.0);
         assertThat(streams).extracting(DemoCommand.Stream::label).anyMatch(l -> l.startsWith("default"))

@@ -10,6 +10,7 @@ import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.PrincipalDirectory;
 import dev.levee.gateway.ReadyReport;
+import dev.levee.gateway.SigningSecret;
 import dev.levee.governor.AdmissionConfig;
 import dev.levee.governor.GovernorConfig;
 import dev.levee.runtime.HostPort;
@@ -596,6 +597,145 @@ class GatewayGovernanceIT {
                     HttpResponse.BodyHandlers.ofString());
             assertThat(forged.statusCode()).isEqualTo(403);
             assertThat(forged.body()).contains("<Code>AccessDenied</Code>");
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+
+    /**
+     * SigV4 verified for keys with a secret (issue 6): every key of {@link #KEYS} is given its
+     * secret, the one S3Proxy checks too. The right secret works end to end (PutObject, a
+     * multipart upload, GetObject, presigned URLs); the right key id with a wrong secret gets
+     * {@code 403 SignatureDoesNotMatch} from the gateway, never reaches S3Proxy and is charged
+     * nothing: no bytes, no admission slot, no principal bucket.
+     */
+    @Nested
+    @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+    class VerifiedSignatures {
+
+        Rig rig;
+        final HttpClient http = HttpClient.newHttpClient();
+
+        @BeforeAll
+        void start() {
+            List<PrincipalDirectory.Account> withSecrets = new ArrayList<>();
+            for (PrincipalDirectory.Account a : accounts(0)) {
+                for (String k : a.keys()) {
+                    a = a.withSecret(k, SigningSecret.of(KEYS.get(k)));
+                }
+                withSecrets.add(a);
+            }
+            rig = new Rig(GovernanceSettings.builder()
+                    .principals(new PrincipalDirectory(withSecrets))
+                    .anonymous(AnonymousPolicy.REFUSE)
+                    .principalUploadRate(64 * MiB)
+                    .principalDownloadRate(64 * MiB)
+                    .build());
+            rig.put("existing", random(256 * 1024, 20));
+        }
+
+        @AfterAll
+        void stop() {
+            rig.close();
+        }
+
+        ReadyReport.SignatureReport signatures() {
+            return rig.ready().governance().signatures();
+        }
+
+        @Test
+        void theRightSecretWorksEndToEnd() {
+            long verified = signatures().verified();
+            long uploaded = rig.upload().grantedBytes();
+            byte[] data = random(1 << 20, 21);
+            rig.as("AKIASVCA1").putObject(b -> b.bucket(BUCKET).key("verified-put"), RequestBody.fromBytes(data));
+            assertThat(rig.as("AKIASVCA2").getObjectAsBytes(b -> b.bucket(BUCKET).key("verified-put")).asByteArray())
+                    .isEqualTo(data);
+            // a multipart upload: query-bearing requests (uploads, uploadId, partNumber) and a part body
+            S3Client c = rig.as("AKIASVCC");
+            String id = c.createMultipartUpload(r -> r.bucket(BUCKET).key("verified-mpu")).uploadId();
+            byte[][] parts = {random(5 << 20, 22), random(1 << 20, 23)};
+            List<CompletedPart> done = new ArrayList<>();
+            for (int i = 0; i < parts.length; i++) {
+                int n = i + 1;
+                String etag = c.uploadPart(r -> r.bucket(BUCKET).key("verified-mpu").uploadId(id).partNumber(n),
+                        RequestBody.fromBytes(parts[n - 1])).eTag();
+                done.add(CompletedPart.builder().partNumber(n).eTag(etag).build());
+            }
+            c.completeMultipartUpload(r -> r.bucket(BUCKET).key("verified-mpu").uploadId(id).multipartUpload(m -> m.parts(done)));
+            assertThat(rig.direct.headObject(r -> r.bucket(BUCKET).key("verified-mpu")).contentLength()).isEqualTo(6L << 20);
+            ReadyReport.SignatureReport s = signatures();
+            assertThat(s.verifiedKeys()).isEqualTo(KEYS.size());
+            assertThat(s.verified() - verified).as("put, get, create, 2 parts, complete").isGreaterThanOrEqualTo(6);
+            assertThat(s.refused()).isZero();
+            assertThat(rig.upload().grantedBytes() - uploaded).as("the verified bodies are charged")
+                    .isGreaterThanOrEqualTo(data.length + (6L << 20));
+            rig.awaitIdle();
+        }
+
+        @Test
+        void theRightKeyIdWithAWrongSecretIsRefusedAndChargesNothing() {
+            URI endpoint = URI.create("http://127.0.0.1:" + rig.gateway.port());
+            ReadyReport before = rig.ready();
+            try (S3Client forger = client(endpoint, "AKIASVCB", "not-" + KEYS.get("AKIASVCB"))) {
+                byte[] data = random(1 << 20, 24);
+                assertThatThrownBy(() -> forger.putObject(b -> b.bucket(BUCKET).key("forged"), RequestBody.fromBytes(data)))
+                        .isInstanceOfSatisfying(S3Exception.class, e -> {
+                            assertThat(e.statusCode()).isEqualTo(403);
+                            assertThat(e.awsErrorDetails().errorCode()).isEqualTo("SignatureDoesNotMatch");
+                        });
+                assertThatThrownBy(() -> forger.getObjectAsBytes(b -> b.bucket(BUCKET).key("existing")))
+                        .isInstanceOfSatisfying(S3Exception.class, e -> {
+                            assertThat(e.statusCode()).isEqualTo(403);
+                            assertThat(e.awsErrorDetails().errorCode()).isEqualTo("SignatureDoesNotMatch");
+                        });
+            }
+            ReadyReport after = rig.ready();
+            assertThat(after.governance().signatures().refused() - before.governance().signatures().refused()).isEqualTo(2);
+            for (String d : List.of("upload", "download")) {
+                ReadyReport.BandwidthReport was = before.governance().bandwidth().get(d);
+                ReadyReport.BandwidthReport is = after.governance().bandwidth().get(d);
+                assertThat(is.grantedBytes()).as(d + ": no byte charged").isEqualTo(was.grantedBytes());
+                assertThat(is.principals()).as(d + ": no principal bucket created").isEqualTo(was.principals());
+            }
+            for (String c : List.of("mutatingUpload", "download")) {
+                assertThat(after.governance().admission().get(c).admitted()).as(c + ": no slot taken")
+                        .isEqualTo(before.governance().admission().get(c).admitted());
+            }
+            assertThatThrownBy(() -> rig.direct.headObject(b -> b.bucket(BUCKET).key("forged")))
+                    .as("nothing reached the backend").isInstanceOf(S3Exception.class);
+            rig.awaitIdle();
+        }
+
+        @Test
+        void presignedUrlsAreVerified() throws Exception {
+            URI endpoint = URI.create("http://127.0.0.1:" + rig.gateway.port());
+            long refused = signatures().refused();
+            for (String secret : List.of(KEYS.get("AKIASVCD"), "wrong-secret")) {
+                try (S3Presigner p = S3Presigner.builder().endpointOverride(endpoint).region(Region.US_EAST_1)
+                        .serviceConfiguration(S3Configuration.builder().pathStyleAccessEnabled(true).build())
+                        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create("AKIASVCD", secret)))
+                        .build()) {
+                    URI url = p.presignGetObject(r -> r.signatureDuration(Duration.ofMinutes(5))
+                            .getObjectRequest(g -> g.bucket(BUCKET).key("existing"))).url().toURI();
+                    HttpResponse<byte[]> r = http.send(HttpRequest.newBuilder(url).build(), HttpResponse.BodyHandlers.ofByteArray());
+                    if (secret.equals("wrong-secret")) {
+                        assertThat(r.statusCode()).isEqualTo(403);
+                        assertThat(new String(r.body(), StandardCharsets.UTF_8)).contains("<Code>SignatureDoesNotMatch</Code>");
+                    } else {
+                        assertThat(r.statusCode()).isEqualTo(200);
+                        assertThat(r.body()).hasSize(256 * 1024);
+                        // another object under the same signature
+                        URI other = URI.create(url.toString().replace("/existing?", "/verified-put?"));
+                        HttpResponse<String> moved = http.send(HttpRequest.newBuilder(other).build(),
+                                HttpResponse.BodyHandlers.ofString());
+                        assertThat(moved.statusCode()).isEqualTo(403);
+                        assertThat(moved.body()).contains("<Code>SignatureDoesNotMatch</Code>");
+                    }
+                }
+            }
+            assertThat(signatures().refused() - refused).isEqualTo(2);
+            rig.awaitIdle();
         }
     }
 
