@@ -58,17 +58,43 @@ public final class LeveeClient implements AutoCloseable {
      * @param checkTimeout how long one limiter may take to answer (default 250 ms)
      * @param backoff      how long a failed limiter is skipped (default 2 s)
      * @param baseDomains  base domains for virtual-hosted style requests (may be empty)
+     * @param maxInFlight  requests one limiter may have outstanding from this client before further
+     *                     checks for it are queued and sent together as one batch (default
+     *                     {@value #DEFAULT_MAX_IN_FLIGHT}; 1–1024)
+     * @param maxBatch     most checks in one batch (default {@value #DEFAULT_MAX_BATCH}; 1–1024, the
+     *                     limiter's own cap)
      */
     public record Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
-                          List<String> baseDomains) {
-        /** Validates and copies. @throws IllegalArgumentException when a duration is not positive */
+                          List<String> baseDomains, int maxInFlight, int maxBatch) {
+        /** Requests outstanding per limiter before checks are batched, by default: 4. */
+        public static final int DEFAULT_MAX_IN_FLIGHT = 4;
+        /** Checks per batch at most, by default: 256. */
+        public static final int DEFAULT_MAX_BATCH = 256;
+
+        /**
+         * Validates and copies.
+         *
+         * @throws IllegalArgumentException when a duration is not positive or a limit is out of range
+         */
         public Options {
             for (Duration d : List.of(refresh, checkTimeout, backoff)) {
                 if (d.isNegative() || d.isZero()) {
                     throw new IllegalArgumentException("durations must be positive");
                 }
             }
+            if (maxInFlight < 1 || maxInFlight > 1024) {
+                throw new IllegalArgumentException("requests in flight per limiter must be 1-1024, got " + maxInFlight);
+            }
+            if (maxBatch < 1 || maxBatch > 1024) {
+                throw new IllegalArgumentException("checks per batch must be 1-1024, got " + maxBatch);
+            }
             baseDomains = List.copyOf(baseDomains);
+        }
+
+        /** Settings with the default in-flight and batch limits. */
+        public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
+                       List<String> baseDomains) {
+            this(observer, refresh, checkTimeout, backoff, baseDomains, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_BATCH);
         }
     }
 
@@ -85,8 +111,18 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     private record LimiterAnswer(String result, String level, String limitKey, long remaining, long retryAfter,
-                                 String limiter) {
+                                 String limiter, String error) {
     }
+
+    private record BatchAnswer(List<LimiterAnswer> decisions) {
+    }
+
+    /** One check as the limiter's {@code POST /v1/check} and {@code /v1/checks} take it. */
+    private record CheckItem(String resource, String key, String operation, int g) {
+    }
+
+    /** Most checks waiting for one limiter; beyond it a check fails over at once: 16 384. */
+    static final int MAX_QUEUED = 16_384;
 
     private final Vertx vertx;
     private final Options options;
@@ -95,6 +131,8 @@ public final class LeveeClient implements AutoCloseable {
     private final HttpClientAgent http;
     private final MeterRegistry registry;
     private final Map<String, Long> backedOffUntil = new ConcurrentHashMap<>();
+    /** One channel per limiter address: in-flight count and the checks waiting to be batched. */
+    private final Map<String, Channel> channels = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
     /**
      * Round-robin position per (resource, operation), so that each stream of requests is spread evenly
@@ -104,6 +142,7 @@ public final class LeveeClient implements AutoCloseable {
             com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
     private volatile View view = new View(0, 1, List.of());
     private volatile boolean observerReachable;
+    private volatile boolean firstRefresh = true;
     private long refreshTimer = -1;
 
     private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
@@ -159,16 +198,22 @@ public final class LeveeClient implements AutoCloseable {
                                 v.limiters().size());
                     }
                     view = v;
+                    java.util.Set<String> listed = new java.util.HashSet<>();
+                    for (Member m : v.limiters()) {
+                        listed.add(m.address());
+                    }
+                    channels.keySet().retainAll(listed); // a dropped channel still finishes its own requests
                     observerReachable = true;
                     return (Void) null;
                 })
                 .onFailure(e -> {
-                    if (observerReachable) {
+                    if (observerReachable || firstRefresh) {
                         LOG.warn("observer {} unreachable, keeping the last list (revision {}): {}", options.observer(),
                                 view.revision(), e.getMessage());
                     }
                     observerReachable = false;
-                });
+                })
+                .onComplete(ar -> firstRefresh = false);
     }
 
     /** Returns the cached view of the limiter list. */
@@ -273,6 +318,11 @@ public final class LeveeClient implements AutoCloseable {
         }
     }
 
+    /** A check waiting for (or in) a request to one member of its group. */
+    private record Pending(S3Classification c, Member[] order, int i, int g, Promise<ClientDecision> promise,
+                           long queuedAt, byte[] json) {
+    }
+
     private void attempt(S3Classification c, Member[] order, int i, int g, Promise<ClientDecision> promise) {
         if (i >= order.length) {
             promise.complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
@@ -287,49 +337,209 @@ public final class LeveeClient implements AutoCloseable {
             attempt(c, order, i + 1, g, promise);
             return;
         }
-        byte[] body = Json.write(Map.of("resource", c.resource(), "key", c.key(), "operation",
-                c.operation().name(), "g", g));
-        long timeout = options.checkTimeout().toMillis();
-        http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
-                        .setURI("/v1/check").setTimeout(timeout).putHeader("Content-Type", "application/json"))
-                .compose(r -> r.send(Buffer.buffer(body)))
-                .compose(resp -> resp.body().map(b -> {
-                    int s = resp.statusCode();
-                    if (s >= 400 && s < 500 && s != 429) {
-                        throw new Refused("HTTP " + s + ": " + b.toString().replaceAll("[\\r\\n]", " "));
+        byte[] json = Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), g));
+        channels.computeIfAbsent(m.address(), a -> new Channel(a, addr))
+                .submit(new Pending(c, order, i, g, promise, ticker.read(), json));
+    }
+
+    /**
+     * The checks bound for one limiter. A check is sent at once while fewer than
+     * {@link Options#maxInFlight()} requests to the limiter are outstanding; otherwise it waits, and
+     * when a request comes back the waiting checks go out together as one {@code POST /v1/checks}
+     * (at most {@link Options#maxBatch()}). Under light load nothing waits; under heavy load the
+     * round trips, parses and system calls of many checks are shared. A check that waited longer than
+     * the check timeout fails over to the next member without being sent.
+     */
+    private final class Channel {
+        private final String address;
+        private final HostPort addr;
+        private final java.util.ArrayDeque<Pending> waiting = new java.util.ArrayDeque<>();
+        private int inFlight;
+        /** Set when the limiter has no {@code /v1/checks} (an older version): checks go one by one. */
+        private volatile boolean single;
+
+        Channel(String address, HostPort addr) {
+            this.address = address;
+            this.addr = addr;
+        }
+
+        void submit(Pending p) {
+            boolean now;
+            synchronized (this) {
+                now = inFlight < options.maxInFlight();
+                if (now) {
+                    inFlight++;
+                } else if (waiting.size() < MAX_QUEUED) {
+                    waiting.add(p);
+                    return;
+                }
+            }
+            if (now) {
+                send(List.of(p));
+            } else {
+                count("queue_full");
+                attempt(p.c(), p.order(), p.i() + 1, p.g(), p.promise());
+            }
+        }
+
+        /** Called when a request finished: sends the next batch on the same slot, or frees it. */
+        private void next() {
+            List<Pending> batch = new java.util.ArrayList<>();
+            List<Pending> expired = null;
+            long now = ticker.read();
+            long timeout = options.checkTimeout().toNanos();
+            int max = single ? 1 : options.maxBatch();
+            synchronized (this) {
+                while (batch.size() < max && !waiting.isEmpty()) {
+                    Pending p = waiting.poll();
+                    if (now - p.queuedAt() > timeout) {
+                        if (expired == null) {
+                            expired = new java.util.ArrayList<>();
+                        }
+                        expired.add(p);
+                    } else {
+                        batch.add(p);
                     }
-                    if (s != 200 && s != 429) {
-                        throw new IllegalStateException("HTTP " + s);
+                }
+                if (batch.isEmpty()) {
+                    inFlight--;
+                }
+            }
+            if (expired != null) {
+                count("queue_timeout", expired.size());
+                for (Pending p : expired) {
+                    attempt(p.c(), p.order(), p.i() + 1, p.g(), p.promise());
+                }
+            }
+            if (!batch.isEmpty()) {
+                send(batch);
+            }
+        }
+
+        private void send(List<Pending> batch) {
+            boolean one = batch.size() == 1;
+            Buffer body;
+            if (one) {
+                body = Buffer.buffer(batch.get(0).json());
+            } else {
+                body = Buffer.buffer(64 + batch.size() * (batch.get(0).json().length + 8));
+                body.appendString("{\"checks\":[");
+                for (int k = 0; k < batch.size(); k++) {
+                    if (k > 0) {
+                        body.appendByte((byte) ',');
                     }
-                    try {
-                        return LENIENT.readValue(b.getBytes(), LimiterAnswer.class);
-                    } catch (java.io.IOException e) {
-                        throw new IllegalStateException("malformed answer");
-                    }
-                }))
-                .timeout(timeout + 50, java.util.concurrent.TimeUnit.MILLISECONDS)
-                .onSuccess(a -> {
-                    backedOffUntil.remove(m.address());
-                    boolean ok = "accepted".equals(a.result());
-                    ClientDecision d = new ClientDecision(ok ? ClientDecision.Result.ACCEPTED : ClientDecision.Result.REJECTED,
-                            ok ? 0 : Math.max(1, a.retryAfter()), a.remaining(), m.address(), a.level(), a.limitKey(), c,
-                            i + 1);
-                    promise.complete(done(d, null));
-                })
-                .onFailure(e -> {
-                    if (e instanceof Refused) {
-                        // asking another member would get the same answer; the limiter is healthy
-                        count("limiter_refused");
-                        promise.complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, m.address(), null, null,
-                                c, i + 1), "limiter refused the check: " + e.getMessage()));
-                        return;
-                    }
-                    backedOffUntil.put(m.address(), ticker.read() + options.backoff().toNanos());
-                    LOG.warn("limiter {} ({}) failed: {}; backing off {} ms", m.id(), m.address(), e.getMessage(),
-                            options.backoff().toMillis());
-                    count("limiter_failure");
-                    attempt(c, order, i + 1, g, promise);
-                });
+                    body.appendBytes(batch.get(k).json());
+                }
+                body.appendString("]}");
+            }
+            long timeout = options.checkTimeout().toMillis();
+            http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
+                            .setURI(one ? "/v1/check" : "/v1/checks").setTimeout(timeout)
+                            .putHeader("Content-Type", "application/json"))
+                    .compose(r -> r.send(body))
+                    .compose(resp -> resp.body().map(b -> parse(resp.statusCode(), b, one, batch.size())))
+                    .timeout(timeout + 50, java.util.concurrent.TimeUnit.MILLISECONDS)
+                    .onComplete(ar -> {
+                        try {
+                            if (ar.succeeded()) {
+                                backedOffUntil.remove(address);
+                                List<LimiterAnswer> answers = ar.result();
+                                for (int k = 0; k < batch.size(); k++) {
+                                    answered(batch.get(k), answers.get(k));
+                                }
+                            } else if (ar.cause() instanceof NoBatches) {
+                                single = true;
+                                LOG.warn("limiter {} has no /v1/checks (an older version): sending checks one by one",
+                                        addr);
+                                for (int k = batch.size() - 1; k >= 0; k--) {
+                                    submitAfterSlot(batch.get(k)); // to the front, in the original order
+                                }
+                            } else {
+                                failed(batch, ar.cause());
+                            }
+                        } finally {
+                            next();
+                        }
+                    });
+        }
+
+        /** Re-queues a check at the front (its slot is freed by {@link #next()} right after). */
+        private void submitAfterSlot(Pending p) {
+            synchronized (this) {
+                waiting.addFirst(p);
+            }
+        }
+
+        private List<LimiterAnswer> parse(int status, Buffer b, boolean one, int n) {
+            if (!one && status == 404) {
+                throw new NoBatches();
+            }
+            if (status >= 400 && status < 500 && status != 429) {
+                throw new Refused("HTTP " + status + ": " + b.toString().replaceAll("[\\r\\n]", " "));
+            }
+            if (one ? status != 200 && status != 429 : status != 200) {
+                throw new IllegalStateException("HTTP " + status);
+            }
+            try {
+                if (one) {
+                    return List.of(LENIENT.readValue(b.getBytes(), LimiterAnswer.class));
+                }
+                BatchAnswer a = LENIENT.readValue(b.getBytes(), BatchAnswer.class);
+                if (a.decisions() == null || a.decisions().size() != n || a.decisions().contains(null)) {
+                    throw new IllegalStateException("malformed answer: not one decision per check");
+                }
+                return a.decisions();
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException("malformed answer");
+            }
+        }
+
+        private void answered(Pending p, LimiterAnswer a) {
+            String r = a.result() == null ? "" : a.result();
+            switch (r) {
+                case "accepted", "rejected" -> {
+                    boolean ok = r.equals("accepted");
+                    p.promise().complete(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
+                            : ClientDecision.Result.REJECTED, ok ? 0 : Math.max(1, a.retryAfter()), a.remaining(),
+                            address, a.level(), a.limitKey(), p.c(), p.i() + 1), null));
+                }
+                case "invalid" -> refused(p, "limiter refused the check: " + a.error());
+                default -> failed(List.of(p), new IllegalStateException("limiter answered '" + r + "'"));
+            }
+        }
+
+        private void refused(Pending p, String why) {
+            // asking another member would get the same answer; the limiter is healthy
+            count("limiter_refused");
+            p.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, address, null,
+                    null, p.c(), p.i() + 1), why));
+        }
+
+        private void failed(List<Pending> batch, Throwable e) {
+            if (e instanceof Refused) {
+                for (Pending p : batch) {
+                    refused(p, "limiter refused the check: " + e.getMessage());
+                }
+                return;
+            }
+            Member m = batch.get(0).order()[batch.get(0).i()];
+            backedOffUntil.put(address, ticker.read() + options.backoff().toNanos());
+            LOG.warn("limiter {} ({}) failed: {}; backing off {} ms ({} checks fail over)", m.id(), addr,
+                    e.getMessage(), options.backoff().toMillis(), batch.size());
+            count("limiter_failure", batch.size());
+            for (Pending p : batch) {
+                attempt(p.c(), p.order(), p.i() + 1, p.g(), p.promise());
+            }
+        }
+    }
+
+    /** The limiter answered 404 to {@code /v1/checks}. */
+    static final class NoBatches extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        NoBatches() {
+            super("no /v1/checks", null, false, false);
+        }
     }
 
     private ClientDecision done(ClientDecision d, String why) {
@@ -345,8 +555,12 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     private void count(String what) {
+        count(what, 1);
+    }
+
+    private void count(String what, int n) {
         counters.computeIfAbsent(what, k -> Counter.builder("levee_client_results_total")
-                .description("check results and limiter failures").tag("result", what).register(registry)).increment();
+                .description("check results and limiter failures").tag("result", what).register(registry)).increment(n);
     }
 
     /** Stops refreshing and closes connections. */

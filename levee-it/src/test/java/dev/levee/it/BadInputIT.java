@@ -82,6 +82,60 @@ class BadInputIT {
         assertThat(resp.body()).contains("\"error\"").contains(expected).doesNotContain("Exception").doesNotContain("at dev.");
     }
 
+    static Stream<Arguments> malformedBatches() {
+        String one = "{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObject\",\"g\":1}";
+        return Stream.of(
+                Arguments.of("", "malformed JSON"),
+                Arguments.of("[]", "body must be a JSON object"),
+                Arguments.of("{}", "'checks' is missing"),
+                Arguments.of("{\"checks\":[]}", "'checks' is empty"),
+                Arguments.of("{\"checks\":[null]}", "'checks[0]' is null"),
+                Arguments.of("{\"checks\":5}", "checks"),
+                Arguments.of("{\"checks\":[" + one + "],\"extra\":1}", "unknown field 'extra'"),
+                Arguments.of("{\"checks\":[" + String.join(",", java.util.Collections.nCopies(1025, one)) + "]}",
+                        "more than 1024"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("malformedBatches")
+    void malformedBatchGets400NamingTheProblem(String body, String expected) throws Exception {
+        var limiter = stack.stack.limiters().get(0).address();
+        HttpResponse<String> resp = http.send(HttpRequest.newBuilder(URI.create("http://" + limiter + "/v1/checks"))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).header("Content-Type", "application/json").build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(resp.statusCode()).isEqualTo(400);
+        assertThat(resp.body()).contains("\"error\"").contains(expected).doesNotContain("Exception").doesNotContain("at dev.");
+    }
+
+    @Test
+    void aBatchDecidesItsGoodChecksAndNamesItsBadOnes() throws Exception {
+        var limiter = stack.stack.limiters().get(0).address();
+        HttpResponse<String> resp = http.send(HttpRequest.newBuilder(URI.create("http://" + limiter + "/v1/checks"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"checks\":["
+                        + "{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObject\",\"g\":2},"
+                        + "{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"GetObjekt\",\"g\":2},"
+                        + "{\"resource\":\"b\",\"key\":\"a\",\"operation\":\"PutObject\",\"g\":9}]}")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(resp.statusCode()).isEqualTo(200);
+        var decisions = dev.levee.runtime.Json.MAPPER.readTree(resp.body()).get("decisions");
+        assertThat(decisions).hasSize(3);
+        assertThat(decisions.get(0).get("result").asText()).isEqualTo("accepted");
+        assertThat(decisions.get(0).get("limitKey").asText()).isEqualTo("default:b");
+        assertThat(decisions.get(1).get("result").asText()).isEqualTo("invalid");
+        assertThat(decisions.get(1).get("error").asText()).contains("unknown operation 'GetObjekt'");
+        assertThat(decisions.get(2).get("result").asText()).isEqualTo("invalid");
+        assertThat(decisions.get(2).get("error").asText()).contains("'g' must be between");
+    }
+
+    @Test
+    void hugeBatchBodyIsRefusedWith413() throws Exception {
+        var limiter = stack.stack.limiters().get(0).address();
+        HttpResponse<String> resp = http.send(HttpRequest.newBuilder(URI.create("http://" + limiter + "/v1/checks"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"checks\":\"" + "a".repeat(5 * 1024 * 1024) + "\"}")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(resp.statusCode()).isEqualTo(413);
+    }
+
     @Test
     void hugeCheckBodyIsRefusedWith413() throws Exception {
         var limiter = stack.stack.limiters().get(0).address();

@@ -36,7 +36,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>API: {@code POST /v1/check} with a {@link CheckRequest} → 200 accepted / 429 rejected (with
  * {@code Retry-After}) / 500 failed, body {@link CheckResponse}; malformed input → 400 naming the
- * field. {@code GET /health}, {@code GET /metrics}. Every decision is logged on the
+ * field; {@code POST /v1/checks} with a {@link CheckBatch} decides several checks in one round trip.
+ * {@code GET /health}, {@code GET /metrics}. Every decision is logged on the
  * {@code levee.limiter.decision} logger with the resource and key in clear (escaped).
  *
  * <p>When an observer is configured (embedded membership), the limiter sends a heartbeat every
@@ -79,6 +80,7 @@ public final class LimiterService implements AutoCloseable {
     private final MeterRegistry registry;
     private final Map<String, Map<String, Counter>> counters = new ConcurrentHashMap<>();
     private final Vertx vertx;
+    private final io.micrometer.core.instrument.DistributionSummary batchSizes;
     private HttpServer server;
     private HttpClientAgent heartbeatClient;
     private long heartbeatTimer = -1;
@@ -97,6 +99,9 @@ public final class LimiterService implements AutoCloseable {
                         QuotaSource::rejectedUpdates)
                 .description("configuration updates refused as invalid (last good configuration kept)")
                 .tag("limiter", options.id()).register(registry);
+        this.batchSizes = io.micrometer.core.instrument.DistributionSummary.builder("levee_limiter_batch_checks")
+                .description("checks per POST /v1/checks batch").baseUnit("checks").tag("limiter", options.id())
+                .register(registry);
         Gauge.builder("levee_config_revision", config, QuotaSource::revision)
                 .description("revision of the configuration in force").tag("limiter", options.id()).register(registry);
     }
@@ -143,14 +148,17 @@ public final class LimiterService implements AutoCloseable {
         String path = req.path();
         if (path.equals("/v1/check") && req.method() == HttpMethod.POST) {
             Http.withBody(req, body -> check(req, body));
+        } else if (path.equals("/v1/checks") && req.method() == HttpMethod.POST) {
+            Http.withBody(req, CheckBatch.MAX_BODY, body -> checkBatch(req, body));
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
             boolean ready = config.ready();
             Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready" : "configuration source unreachable",
                     "id", options.id(), "revision", config.revision()));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
-        } else if (path.equals("/v1/check") || path.equals("/health") || path.equals("/metrics")) {
-            Http.error(req.response().putHeader("Allow", path.equals("/v1/check") ? "POST" : "GET"), 405,
+        } else if (path.equals("/v1/check") || path.equals("/v1/checks") || path.equals("/health")
+                || path.equals("/metrics")) {
+            Http.error(req.response().putHeader("Allow", path.startsWith("/v1/check") ? "POST" : "GET"), 405,
                     "method " + req.method() + " not allowed on " + path);
         } else {
             Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + LogText.escape(path, 200));
@@ -182,6 +190,46 @@ public final class LimiterService implements AutoCloseable {
                     op, e);
             Http.json(req.response(), 500, new CheckResponse("failed", null, null, 0, 0, options.id(), 0, 0));
         }
+    }
+
+    /**
+     * {@code POST /v1/checks}: decides each check of a {@link CheckBatch} in order, as
+     * {@code POST /v1/check} would, and answers 200 with {@code {"decisions": [...]}}, one entry per
+     * check in the same order: a {@link CheckResponse}, or {@code {"result": "invalid", "error": …}}
+     * for a check that is malformed (the others are still decided). A malformed batch → 400.
+     */
+    private void checkBatch(HttpServerRequest req, byte[] body) {
+        CheckBatch batch;
+        QuotaConfig cfg = config.current(); // one snapshot for the whole batch
+        try {
+            batch = Json.parse(body, CheckBatch.class);
+            batch.validate();
+        } catch (IllegalArgumentException e) {
+            count("invalid", "none");
+            Http.error(req.response(), 400, e.getMessage());
+            return;
+        }
+        batchSizes.record(batch.checks().size());
+        java.util.List<Object> decisions = new java.util.ArrayList<>(batch.checks().size());
+        for (CheckRequest in : batch.checks()) {
+            S3Operation op;
+            try {
+                op = in.validate(cfg.factor());
+            } catch (IllegalArgumentException e) {
+                count("invalid", "none");
+                decisions.add(Map.of("result", "invalid", "error", e.getMessage()));
+                continue;
+            }
+            try {
+                decisions.add(decide(cfg, in.resource(), in.key(), op, in.g()));
+            } catch (RuntimeException e) {
+                count("failed", "none");
+                LOG.error("decision failed resource={} key={} op={}", LogText.escape(in.resource()),
+                        LogText.escape(in.key()), op, e);
+                decisions.add(new CheckResponse("failed", null, null, 0, 0, options.id(), 0, 0));
+            }
+        }
+        Http.json(req.response(), 200, Map.of("decisions", decisions));
     }
 
     /**
@@ -229,6 +277,11 @@ public final class LimiterService implements AutoCloseable {
     /** Returns the address clients reach this limiter at. */
     public HostPort address() {
         return advertised;
+    }
+
+    /** Returns how many batches were decided and how many checks they carried, for diagnostics and tests. */
+    public long[] batches() {
+        return new long[] {batchSizes.count(), (long) batchSizes.totalAmount()};
     }
 
     /** Returns the GCRA state table, for diagnostics and tests. */

@@ -84,11 +84,21 @@ public final class Http {
      * when it is larger and 400 when it is unreadable.
      */
     public static void withBody(HttpServerRequest req, Handler<byte[]> then) {
+        withBody(req, MAX_JSON_BODY, then);
+    }
+
+    /**
+     * Reads a JSON body of at most {@code maxBytes} bytes and hands the bytes on; replies 413 when it
+     * is larger and 400 when it is unreadable.
+     *
+     * @param maxBytes largest body accepted, in bytes
+     */
+    public static void withBody(HttpServerRequest req, int maxBytes, Handler<byte[]> then) {
         String cl = req.getHeader("Content-Length");
         if (cl != null) {
             try {
-                if (Long.parseLong(cl.trim()) > MAX_JSON_BODY) {
-                    error(req.response().putHeader("Connection", "close"), 413, "body larger than " + MAX_JSON_BODY + " bytes");
+                if (Long.parseLong(cl.trim()) > maxBytes) {
+                    error(req.response().putHeader("Connection", "close"), 413, "body larger than " + maxBytes + " bytes");
                     return;
                 }
             } catch (NumberFormatException e) {
@@ -102,9 +112,9 @@ public final class Http {
             if (tooLarge[0]) {
                 return;
             }
-            if (acc.length() + chunk.length() > MAX_JSON_BODY) {
+            if (acc.length() + chunk.length() > maxBytes) {
                 tooLarge[0] = true;
-                error(req.response().putHeader("Connection", "close"), 413, "body larger than " + MAX_JSON_BODY + " bytes");
+                error(req.response().putHeader("Connection", "close"), 413, "body larger than " + maxBytes + " bytes");
                 return;
             }
             acc.appendBuffer(chunk);
