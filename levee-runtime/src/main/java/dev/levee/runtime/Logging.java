@@ -10,15 +10,19 @@ import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
 
 /**
  * Configures SLF4J's backend (Log4j 2) to write RFC 5424 syslog messages to one {@link LogTarget}
- * through an asynchronous appender that never blocks the caller (SPEC.md §2).
+ * through asynchronous loggers that never block the caller (SPEC.md §2).
  *
- * <p>The queue holds {@value #QUEUE_SIZE} events; when it is full, events are dropped (Log4j's
- * {@code blocking=false}) rather than stalling a Vert.x event loop. Formatting is Log4j's
- * {@code Rfc5424Layout}; transport is Log4j's syslog/file appenders.
+ * <p>Every logger is a Log4j {@code AsyncLogger}: the event goes onto an LMAX Disruptor ring of
+ * {@value #QUEUE_SIZE} slots, drained by one background thread that formats and writes in batches
+ * (one write per batch; file and console flushed at the end of each batch). When the ring is full,
+ * events are dropped rather than stalling a Vert.x event loop. Ring size, wait strategy (sleep 1 ms
+ * when empty, no wake-up signal per line) and the drop policy are in
+ * {@code log4j2.component.properties}. Formatting is Log4j's {@code Rfc5424Layout}; transport is
+ * Log4j's syslog/file/console appenders.
  */
 public final class Logging {
 
-    /** Events the async queue holds before it drops: 16 384. */
+    /** Events the async ring holds before it drops: 16 384 (set in log4j2.component.properties). */
     public static final int QUEUE_SIZE = 16_384;
 
     private static LogTarget lastTarget;
@@ -82,7 +86,8 @@ public final class Logging {
                     .addAttribute("immediateFlush", false) // flushed at the end of each async batch
                     .addAttribute("bufferedIo", true)
                     .add(rfc5424);
-            case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR").add(rfc5424);
+            case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
+                    .addAttribute("immediateFlush", false).add(rfc5424); // flushed at the end of each batch
             default -> b.newAppender("out", "Syslog")
                     .addAttribute("host", target.host())
                     .addAttribute("port", target.port())
@@ -98,16 +103,11 @@ public final class Logging {
                     .addAttribute("ignoreExceptions", true);
         };
         b.add(out);
-        b.add(b.newAppender("async", "Async")
-                .addAttribute("blocking", false)
-                .addAttribute("bufferSize", QUEUE_SIZE)
-                .addAttribute("shutdownTimeout", 5000)
-                .addComponent(b.newAppenderRef("out")));
-        b.add(b.newRootLogger(Level.toLevel(level, Level.INFO)).add(b.newAppenderRef("async")));
+        b.add(b.newAsyncRootLogger(Level.toLevel(level, Level.INFO)).add(b.newAppenderRef("out")));
         // chatty third-party loggers stay at WARN
         for (String noisy : new String[] {"org.eclipse.jetty", "org.jclouds", "org.gaul", "io.netty", "io.vertx",
                 "software.amazon", "org.apache.http", "io.grpc", "io.etcd"}) {
-            b.add(b.newLogger(noisy, Level.WARN).addAttribute("additivity", true));
+            b.add(b.newAsyncLogger(noisy, Level.WARN).addAttribute("additivity", true));
         }
         BuiltConfiguration config = b.build();
         lastTarget = target;

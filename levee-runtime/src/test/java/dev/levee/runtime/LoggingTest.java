@@ -51,7 +51,7 @@ class LoggingTest {
             LoggerFactory.getLogger("levee.client").info("result=accepted limiter=127.0.0.1:7100 resource=b{}", i);
         }
         LoggerFactory.getLogger("levee.client").warn("a line with\na newline");
-        // the async appender flushes the file at the end of each batch: no shutdown needed to see the lines
+        // the async loggers flush the file at the end of each batch: no shutdown needed to see the lines
         org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5))
                 .until(() -> Files.exists(file) && Files.readAllLines(file).size() == 6);
         List<String> lines = new ArrayList<>(Files.readAllLines(file));
