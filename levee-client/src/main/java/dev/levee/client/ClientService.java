@@ -22,8 +22,10 @@ import org.slf4j.LoggerFactory;
  * <p>{@code GET /v1/s3check} with headers {@code X-Levee-Method}, {@code X-Levee-Host},
  * {@code X-Levee-Uri} (the raw request URI with query) and optionally {@code X-Levee-Copy-Source};
  * or {@code POST /v1/s3check} with JSON {@code {method, host, uri, copySource}}. Answers 200 / 429
- * (with {@code Retry-After}) / 500, header {@code X-Levee-Result}, and a JSON body. A request
- * missing method or URI gets 400. Also {@code GET /health} (503 until a limiter list is known) and
+ * (with {@code Retry-After}) / 500 and header {@code X-Levee-Result}; the GET form (NGINX's
+ * subrequest, which reads only the status and headers) has an empty body, the POST form a JSON body
+ * with the limiter, resource, operation and matched quota level. A request missing method or URI
+ * gets 400. Also {@code GET /health} (503 until a limiter list is known) and
  * {@code GET /metrics}.
  */
 public final class ClientService implements AutoCloseable {
@@ -58,12 +60,12 @@ public final class ClientService implements AutoCloseable {
     private static void handle(HttpServerRequest req, LeveeClient client, MeterRegistry registry) {
         String path = req.path();
         if (path.equals("/v1/s3check") && req.method() == HttpMethod.GET) {
-            decide(req, client, new S3Facts(req.getHeader("X-Levee-Method"), req.getHeader("X-Levee-Host"),
-                    req.getHeader("X-Levee-Uri"), req.getHeader("X-Levee-Copy-Source")));
+            decide(req, client, new S3Facts(req.getHeader(METHOD), req.getHeader(HOST), req.getHeader(URI),
+                    req.getHeader(COPY_SOURCE)), false);
         } else if (path.equals("/v1/s3check") && req.method() == HttpMethod.POST) {
             Http.withBody(req, body -> {
                 try {
-                    decide(req, client, Json.parse(body, S3Facts.class));
+                    decide(req, client, Json.parse(body, S3Facts.class), true);
                 } catch (IllegalArgumentException e) {
                     Http.error(req.response(), 400, e.getMessage());
                 }
@@ -79,7 +81,16 @@ public final class ClientService implements AutoCloseable {
         }
     }
 
-    private static void decide(HttpServerRequest req, LeveeClient client, S3Facts f) {
+    private static final CharSequence METHOD = io.vertx.core.http.HttpHeaders.createOptimized("X-Levee-Method");
+    private static final CharSequence HOST = io.vertx.core.http.HttpHeaders.createOptimized("X-Levee-Host");
+    private static final CharSequence URI = io.vertx.core.http.HttpHeaders.createOptimized("X-Levee-Uri");
+    private static final CharSequence COPY_SOURCE = io.vertx.core.http.HttpHeaders.createOptimized("X-Levee-Copy-Source");
+    private static final CharSequence RESULT = io.vertx.core.http.HttpHeaders.createOptimized("X-Levee-Result");
+    private static final CharSequence RETRY_AFTER = io.vertx.core.http.HttpHeaders.createOptimized("Retry-After");
+    private static final CharSequence CONTENT_LENGTH = io.vertx.core.http.HttpHeaders.CONTENT_LENGTH;
+    private static final CharSequence ZERO = io.vertx.core.http.HttpHeaders.createOptimized("0");
+
+    private static void decide(HttpServerRequest req, LeveeClient client, S3Facts f, boolean withBody) {
         if (f.method() == null || f.method().isEmpty()) {
             Http.error(req.response(), 400, "missing S3 request method (X-Levee-Method or 'method')");
             return;
@@ -90,11 +101,28 @@ public final class ClientService implements AutoCloseable {
         }
         S3Request s3 = S3Request.fromRequestUri(f.method(), f.host(), f.uri(), f.copySource());
         client.check(s3).onComplete(ar -> {
+            var resp = req.response();
+            if (resp.ended() || resp.closed()) {
+                return;
+            }
             if (ar.failed()) {
-                Http.json(req.response().putHeader("X-Levee-Result", "failed"), 500, Map.of("result", "failed"));
+                resp.putHeader(RESULT, "failed");
+                if (withBody) {
+                    Http.json(resp, 500, Map.of("result", "failed"));
+                } else {
+                    resp.setStatusCode(500).putHeader(CONTENT_LENGTH, ZERO).end();
+                }
                 return;
             }
             ClientDecision d = ar.result();
+            if (d.result() == ClientDecision.Result.REJECTED) {
+                resp.putHeader(RETRY_AFTER, Long.toString(d.retryAfter()));
+            }
+            resp.putHeader(RESULT, d.result().word());
+            if (!withBody) {
+                resp.setStatusCode(d.result().status()).putHeader(CONTENT_LENGTH, ZERO).end();
+                return;
+            }
             Map<String, Object> body = new LinkedHashMap<>();
             body.put("result", d.result().word());
             body.put("retryAfter", d.retryAfter());
@@ -102,11 +130,7 @@ public final class ClientService implements AutoCloseable {
             body.put("resource", d.classification().resource());
             body.put("operation", d.classification().operation().name());
             body.put("level", d.level());
-            if (d.result() == ClientDecision.Result.REJECTED) {
-                req.response().putHeader("Retry-After", Long.toString(d.retryAfter()));
-            }
-            req.response().putHeader("X-Levee-Result", d.result().word());
-            Http.json(req.response(), d.result().status(), body);
+            Http.json(resp, d.result().status(), body);
         });
     }
 
