@@ -65,6 +65,7 @@ wait_for() { # port path what
 }
 
 LEVEE=("$ROOT/levee")
+LIMITER_PIDS=()
 OBS=$(free_port); L1=$(free_port); L2=$(free_port); CLIENT=$(free_port); S3=$(free_port); TINY=$(free_port)
 cat > "$WORK/quotas.yaml" <<EOF
 factor: 2
@@ -81,10 +82,12 @@ for i in 1 2; do
   "${LEVEE[@]}" limiter --id "limiter-$i" --listen "127.0.0.1:$port" --observer "127.0.0.1:$OBS" \
     --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/limiter-$i.log" --log-level "$LEVEL" &
   PIDS+=($!)
+  LIMITER_PIDS+=($!)
 done
 "${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
   --log-level "$LEVEL" &
 PIDS+=($!)
+CLIENT_PID=$!
 wait_for "$CLIENT" /health levee-client
 
 "${LEVEE[@]}" nginx-config --part lua > "$WORK/lua/rate.lua"
@@ -135,6 +138,7 @@ EOF
 } > "$WORK/nginx.conf"
 "$NGINX" -p "$WORK/" -c "$WORK/nginx.conf" -g 'daemon off;' 2>"$WORK/logs/nginx.stderr" &
 PIDS+=($!)
+NGINX_PID=$!
 wait_for "$S3" /none/x nginx
 for loc in none limitreq levee; do
   [ "$(http_status "$S3" "/$loc/x")" = 200 ] || { echo "/$loc/ does not answer 200" >&2; KEEP=1; exit 1; }
@@ -155,15 +159,35 @@ wrk.headers["X-Levee-Method"] = "GET"
 wrk.headers["X-Levee-Host"] = "127.0.0.1"
 wrk.headers["X-Levee-Uri"] = "/levee/obj"
 EOF
-declare -A RPS P50 P99 ERR
+# CPU time in clock ticks of processes and their children (the launcher execs the JVM; NGINX's
+# workers are children of its master), and of the whole machine (busy ticks from /proc/stat)
+ticks() {
+  local t=0 pid child
+  for pid in "$@"; do
+    for child in "$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null); do
+      t=$((t + $(awk '{print $14 + $15}' /proc/"$child"/stat 2>/dev/null || echo 0)))
+    done
+  done
+  echo "$t"
+}
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+HZ="$(getconf CLK_TCK)"
+declare -A RPS P50 P99 ERR CPU_NGINX CPU_CLIENT CPU_LIMITERS CPU_ALL
 run() { # name conns
-  local out
+  local out n0 c0 l0 a0 n1 c1 l1 a1
+  n0=$(ticks "$NGINX_PID"); c0=$(ticks "$CLIENT_PID"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy)
   if [ "$1" = client ]; then
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency -s "$WORK/check.lua" "http://127.0.0.1:$CLIENT")"
   else
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency "http://127.0.0.1:$S3/$1/obj")"
   fi
+  n1=$(ticks "$NGINX_PID"); c1=$(ticks "$CLIENT_PID"); l1=$(ticks "${LIMITER_PIDS[@]}"); a1=$(busy)
   echo "$out" > "$WORK/logs/wrk-$1-c$2.txt"
+  local reqs
+  reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
+  per() { awk -v t="$1" -v n="$reqs" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print "-" }'; }
+  CPU_NGINX[$1.$2]="$(per $((n1 - n0)))"; CPU_CLIENT[$1.$2]="$(per $((c1 - c0)))"
+  CPU_LIMITERS[$1.$2]="$(per $((l1 - l0)))"; CPU_ALL[$1.$2]="$(per $((a1 - a0)))"
   RPS[$1.$2]="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
   P50[$1.$2]="$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")"
   P99[$1.$2]="$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")"
@@ -189,6 +213,16 @@ for c in "$CONNS" 1; do
     printf '%-14s %6s %12s %9s %9s %9s%% %10s %8s\n' "$name" "$c" "${RPS[$loc.$c]}" "${P50[$loc.$c]}" "${P99[$loc.$c]}" \
       "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]}" 'BEGIN { printf "%.0f", 100 * a / b }')" \
       "$(awk -v a="${P99[$loc.$c]}" -v b="${P99[none.$c]}" 'BEGIN { printf "%+.3f", a - b }')" "${ERR[$loc.$c]:-0}"
+  done
+done
+echo
+echo "CPU per request (us; clock ticks of 1/$HZ s over the run, divided by the requests wrk completed)"
+printf '%-14s %6s %8s %8s %9s %8s\n' location conns nginx client limiters machine
+for c in "$CONNS" 1; do
+  for loc in none limitreq levee client; do
+    name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
+    printf '%-14s %6s %8s %8s %9s %8s\n' "$name" "$c" "${CPU_NGINX[$loc.$c]}" "${CPU_CLIENT[$loc.$c]}" \
+      "${CPU_LIMITERS[$loc.$c]}" "${CPU_ALL[$loc.$c]}"
   done
 done
 echo "rate.lua counters (warm-up included): $checks"
