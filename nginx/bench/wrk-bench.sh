@@ -14,6 +14,7 @@
 #
 # Usage: nginx/bench/wrk-bench.sh [DURATION] [CONNS]      (defaults: 15s 32)
 # Environment: WORKERS (NGINX worker_processes, default 1), LOG_LEVEL (levee roles, default INFO),
+# CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output.
 # Needs: nginx + libnginx-mod-http-lua (or OpenResty), wrk, a JDK >= 21.
 set -euo pipefail
@@ -85,7 +86,7 @@ for i in 1 2; do
   LIMITER_PIDS+=($!)
 done
 "${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
-  --log-level "$LEVEL" &
+  --log-level "$LEVEL" ${CLIENT_OPTS:-} &
 PIDS+=($!)
 CLIENT_PID=$!
 wait_for "$CLIENT" /health levee-client

@@ -88,8 +88,8 @@ final class BenchCommand {
                           - prefix: "k/*"
                             quota: {rate: 1000, burst: 100}
                     """, "bench quotas");
-            Vertx server = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1));
-            Vertx load = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1));
+            Vertx server = dev.levee.runtime.Http.vertx(1);
+            Vertx load = dev.levee.runtime.Http.vertx(1);
             LimiterService limiter = null;
             HostPort addr = target;
             if (addr == null) {

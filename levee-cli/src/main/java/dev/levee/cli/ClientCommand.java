@@ -45,11 +45,21 @@ final class ClientCommand implements Callable<Integer> {
     @Option(names = "--base-domain", split = ",", description = "base domains for virtual-hosted style requests")
     List<String> baseDomains = List.of();
 
+    @Option(names = "--limiter-in-flight", defaultValue = "" + LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT,
+            description = "requests one limiter may have outstanding before further checks for it are sent together"
+                    + " as one batch, 1-1024 (default: ${DEFAULT-VALUE})")
+    int maxInFlight;
+
+    @Option(names = "--batch-max", defaultValue = "" + LeveeClient.Options.DEFAULT_MAX_BATCH,
+            description = "most checks in one batch to a limiter, 1-1024 (default: ${DEFAULT-VALUE})")
+    int maxBatch;
+
     @Override
     public Integer call() {
-        LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains);
+        LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains,
+                maxInFlight, maxBatch);
         common.apply("levee-client");
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry), "client");
         ClientService s = Daemon.await(ClientService.start(vertx, listen, c, registry),

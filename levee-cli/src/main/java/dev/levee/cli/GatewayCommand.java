@@ -179,7 +179,7 @@ final class GatewayCommand implements Callable<Integer> {
                 .withHealthToken(healthToken());
         common.apply("levee-gateway");
         warnIfSecretsAreReadable(options.governance());
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         LeveeClient client = enforce ? Daemon.await(LeveeClient.start(vertx, new LeveeClient.Options(observer,
                 Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2), baseDomains), SystemTicker.INSTANCE,

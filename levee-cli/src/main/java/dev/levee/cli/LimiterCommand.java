@@ -68,7 +68,7 @@ final class LimiterCommand implements Callable<Integer> {
                 : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
         LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
                 client != null ? null : observer, heartbeat, maxKeys);
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry),
                 "limiter could not start on " + listen);

@@ -49,7 +49,7 @@ final class ObserverCommand implements Callable<Integer> {
             dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000);
             dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(client, etcd.prefix,
                     () -> source.current().factor());
-            Vertx vertx = Vertx.vertx();
+            Vertx vertx = dev.levee.runtime.Http.vertx();
             ObserverService s = Daemon.await(ObserverService.start(vertx, listen, membership, source::ready,
                     Metrics.newRegistry()), "observer could not start on " + listen);
             System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)");
@@ -63,7 +63,7 @@ final class ObserverCommand implements Callable<Integer> {
         int df = factor != null ? factor : Quotas.load(quotas).factor();
         ObserverService.Options options = new ObserverService.Options(listen, ttl, df, maxLimiters);
         common.apply("levee-observer");
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry),
                 "observer could not start on " + listen);

@@ -21,6 +21,33 @@ public final class Http {
     }
 
     /**
+     * Creates the Vert.x instance of a Levee process: Netty's native epoll transport on Linux (fewer
+     * system calls and wake-ups per request than Java NIO; measured in docs/BENCHMARKS.md), NIO
+     * elsewhere or when the native library cannot load.
+     *
+     * @param eventLoops event-loop threads; 0 keeps Vert.x's default (2 × cores)
+     * @return a new Vert.x instance
+     */
+    public static Vertx vertx(int eventLoops) {
+        io.vertx.core.VertxOptions options = new io.vertx.core.VertxOptions().setPreferNativeTransport(true);
+        if (eventLoops > 0) {
+            options.setEventLoopPoolSize(eventLoops);
+        }
+        Vertx vertx = Vertx.vertx(options);
+        if (!vertx.isNativeTransportEnabled()) {
+            Throwable why = vertx.unavailableNativeTransportCause();
+            org.slf4j.LoggerFactory.getLogger("levee.runtime").info("native transport unavailable, using Java NIO: {}",
+                    why == null ? "unknown reason" : why.getMessage());
+        }
+        return vertx;
+    }
+
+    /** Creates the Vert.x instance of a Levee process with the default event loops (see {@link #vertx(int)}). */
+    public static Vertx vertx() {
+        return vertx(0);
+    }
+
+    /**
      * Starts an HTTP/1.1 server.
      *
      * @param vertx   the Vert.x instance

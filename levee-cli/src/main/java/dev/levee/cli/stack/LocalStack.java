@@ -68,7 +68,7 @@ public final class LocalStack implements AutoCloseable {
      * @throws IllegalStateException when a component cannot start within 30 s
      */
     public static LocalStack start(int backend, QuotaSource config, Settings settings, MeterRegistry registry) {
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = dev.levee.runtime.Http.vertx();
         HostPort any = new HostPort("127.0.0.1", 0);
         ObserverService observer = await(ObserverService.start(vertx,
                 new ObserverService.Options(any, settings.ttl(), config.current().factor(), 1024),
@@ -108,7 +108,7 @@ public final class LocalStack implements AutoCloseable {
         dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(etcd, prefix, 1000, 10_000);
         dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(etcd, prefix,
                 () -> source.current().factor());
-        Vertx vertx = Vertx.vertx();
+        Vertx vertx = dev.levee.runtime.Http.vertx();
         HostPort any = new HostPort("127.0.0.1", 0);
         ObserverService observer = await(ObserverService.start(vertx, any, membership, source::ready, registry));
         HostPort obs = new HostPort("127.0.0.1", observer.port());
