@@ -48,7 +48,7 @@ free_port() {
 # status code of GET http://127.0.0.1:$1$2 (000 when nothing answers)
 http_status() {
   local line
-  if exec 3<>"/dev/tcp/127.0.0.1/$1" 2>/dev/null; then
+  if { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null; then
     printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&3
     read -r -t 2 line <&3 || true
     exec 3>&-

@@ -48,7 +48,11 @@ class GatewayBenchIT {
     static final int SIZE = 64 << 20;
     static final long SHAPED_MIB = 256;
     static final int ROUNDS = Integer.getInteger("levee.bench.rounds", 3);
+    static final int WARMUP_ROUNDS = Integer.getInteger("levee.bench.warmup", 3);
     static final String KEY = "AKIABENCH";
+    static final List<String> DIRECTIONS = List.of(System.getProperty("levee.bench.directions", "download,upload").split(","));
+    /** CPU of the proxy under test: the gateway's threads, or the NGINX worker (reference mode). */
+    static java.util.function.LongSupplier proxyCpu = GatewayBenchIT::gatewayCpuNanos;
 
     record Row(String mode, String direction, int concurrency, double mibPerSecond, double gatewayCpuMsPerGiB,
                double processCpuMsPerGiB) {
@@ -73,19 +77,37 @@ class GatewayBenchIT {
             modes.put("gateway, shaped " + SHAPED_MIB + " MiB/s", GovernanceSettings.builder().principals(principals)
                     .uploadRate(SHAPED_MIB * MiB).downloadRate(SHAPED_MIB * MiB)
                     .admission(new dev.levee.governor.AdmissionConfig(16, 16, 64, TimeUnit.SECONDS.toNanos(60))).build());
+            boolean warm = false;
             for (Map.Entry<String, GovernanceSettings> m : modes.entrySet()) {
-                Vertx vertx = Vertx.vertx();
+                Vertx vertx = dev.levee.runtime.Http.vertx();
                 HostPort any = new HostPort("127.0.0.1", 0);
                 GatewayService g = GatewayService.start(vertx, new GatewayService.Options(any, any,
                                 new HostPort("127.0.0.1", s3.port()), false, GatewayService.OnFailure.ALLOW, Duration.ofSeconds(60), 256)
                                 .withGovernance(m.getValue()), null, Metrics.newRegistry())
                         .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 try (S3Client via = GatewayGovernanceIT.client(URI.create("http://127.0.0.1:" + g.port()), KEY, "secret-bench")) {
+                    if (!warm) {
+                        // the first gateway mode would otherwise pay for the JIT compiling the proxy path
+                        // (C2 shares the two cores): a few unrecorded transfers of each kind first
+                        for (int i = 0; i < WARMUP_ROUNDS; i++) {
+                            for (String direction : DIRECTIONS) {
+                                run(via, direction, 1, data);
+                                run(via, direction, 16, data);
+                            }
+                        }
+                        warm = true;
+                    }
                     measure(rows, m.getKey(), via, data);
                 } finally {
                     g.stop(Duration.ofSeconds(5)).toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
                     vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 }
+            }
+            java.util.Optional<java.nio.file.Path> nginx = dev.levee.cli.stack.EmbeddedNginx.binary();
+            if (nginx.isPresent()) {
+                referenceNginx(rows, nginx.get(), s3.port(), data);
+            } else {
+                System.out.println("nginx not installed: no reference row");
             }
             direct.close();
         }
@@ -99,22 +121,95 @@ class GatewayBenchIT {
         assertThat(rows).isNotEmpty();
     }
 
+    /**
+     * The same transfers through a plain NGINX reverse proxy ({@code proxy_pass} over keep-alive,
+     * request and response buffering off, one worker): what a mature C proxy costs on this machine,
+     * beside the gateway. Its CPU is the NGINX worker's.
+     */
+    private static void referenceNginx(List<Row> rows, java.nio.file.Path bin, int s3Port, byte[] data) throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("levee-bench-nginx");
+        java.nio.file.Files.createDirectories(dir.resolve("logs"));
+        int port;
+        try (java.net.ServerSocket ss = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = ss.getLocalPort();
+        }
+        java.nio.file.Files.writeString(dir.resolve("nginx.conf"), """
+                worker_processes 1;
+                pid logs/nginx.pid;
+                error_log logs/error.log warn;
+                events { worker_connections 1024; }
+                http {
+                    access_log off;
+                    client_body_temp_path logs/body;
+                    proxy_temp_path logs/proxy;
+                    fastcgi_temp_path logs/fastcgi;
+                    uwsgi_temp_path logs/uwsgi;
+                    scgi_temp_path logs/scgi;
+                    upstream s3 { server 127.0.0.1:%d; keepalive 32; }
+                    server {
+                        listen 127.0.0.1:%d;
+                        client_max_body_size 0;
+                        proxy_request_buffering off;
+                        proxy_buffering off;
+                        proxy_http_version 1.1;
+                        proxy_set_header Connection "";
+                        proxy_set_header Host $http_host;
+                        location / { proxy_pass http://s3; }
+                    }
+                }
+                """.formatted(s3Port, port));
+        Process p = new ProcessBuilder(bin.toString(), "-p", dir + "/", "-c", dir.resolve("nginx.conf").toString(), "-g",
+                "daemon off;").redirectErrorStream(true).redirectOutput(dir.resolve("logs/stdout").toFile()).start();
+        try {
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> {
+                try (java.net.Socket ignored = new java.net.Socket("127.0.0.1", port)) {
+                    return true;
+                }
+            });
+            proxyCpu = () -> treeCpuNanos(p.pid());
+            try (S3Client via = GatewayGovernanceIT.client(URI.create("http://127.0.0.1:" + port), KEY, "secret-bench")) {
+                measure(rows, "reference: nginx proxy_pass", via, data);
+            }
+        } finally {
+            proxyCpu = GatewayBenchIT::gatewayCpuNanos;
+            p.destroy();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** CPU time of a process and its children (NGINX master and worker) from /proc, in ns. */
+    private static long treeCpuNanos(long pid) {
+        long ticks = 0;
+        List<Long> pids = new ArrayList<>(List.of(pid));
+        ProcessHandle.of(pid).ifPresent(h -> h.children().forEach(c -> pids.add(c.pid())));
+        for (long id : pids) {
+            try {
+                String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/" + id + "/stat"));
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14, 15)
+            } catch (java.io.IOException | RuntimeException e) {
+                // the process ended: its time is gone with it
+            }
+        }
+        return ticks * 10_000_000L; // USER_HZ = 100 on Linux
+    }
+
     private static void measure(List<Row> rows, String mode, S3Client client, byte[] data) throws Exception {
-        for (String direction : List.of("download", "upload")) {
+        for (String direction : DIRECTIONS) {
             for (int concurrency : new int[] {1, 16}) {
                 run(client, direction, concurrency, data); // warm-up
                 double[] rates = new double[ROUNDS];
                 double gatewayCpu = 0;
                 double processCpu = 0;
                 for (int i = 0; i < ROUNDS; i++) {
-                    long cpu0 = gatewayCpuNanos();
+                    long cpu0 = proxyCpu.getAsLong();
                     long proc0 = processCpuNanos();
                     long t0 = System.nanoTime();
                     long bytes = run(client, direction, concurrency, data);
                     double t = (System.nanoTime() - t0) / 1e9;
                     double gib = bytes / (double) (1L << 30);
                     rates[i] = bytes / t / MiB;
-                    gatewayCpu += (gatewayCpuNanos() - cpu0) / 1e6 / gib;
+                    gatewayCpu += (proxyCpu.getAsLong() - cpu0) / 1e6 / gib;
                     processCpu += (processCpuNanos() - proc0) / 1e6 / gib;
                 }
                 Arrays.sort(rates);
