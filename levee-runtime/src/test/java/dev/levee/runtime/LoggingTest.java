@@ -71,6 +71,36 @@ class LoggingTest {
     }
 
     @Test
+    void loggersAreAsynchronousOnTheDisruptorRing() {
+        Logging.configure(LogTarget.parse("stderr"), "levee-test", "INFO");
+        var ctx = (org.apache.logging.log4j.core.LoggerContext) org.apache.logging.log4j.LogManager.getContext(false);
+        assertThat(ctx.getConfiguration().getRootLogger())
+                .isInstanceOf(org.apache.logging.log4j.core.async.AsyncLoggerConfig.class);
+        assertThat(ctx.getConfiguration().getLoggerConfig("levee.limiter.decision"))
+                .isInstanceOf(org.apache.logging.log4j.core.async.AsyncLoggerConfig.class);
+    }
+
+    @Test
+    void aTargetThatStopsReadingNeverBlocksTheCaller() throws Exception {
+        try (java.net.ServerSocket stuck = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Logging.configure(LogTarget.parse("tcp://127.0.0.1:" + stuck.getLocalPort()), "levee-test", "INFO");
+            try (java.net.Socket peer = stuck.accept()) { // accepted, never read
+                var log = LoggerFactory.getLogger("levee.limiter.decision");
+                String pad = "x".repeat(1000);
+                long t0 = System.nanoTime();
+                // ~100 MB at a peer that reads nothing: the socket buffers and the 16 384-slot ring
+                // fill within the first few thousand lines, every later line is dropped, none waits
+                for (int i = 0; i < 100_000; i++) {
+                    log.info("decision {} {}", i, pad);
+                }
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                System.out.printf("100 000 lines to a stuck TCP syslog target: %d ms in the caller%n", ms);
+                assertThat(ms).as("caller time for 100 000 lines at a stuck target").isLessThan(20_000);
+            }
+        }
+    }
+
+    @Test
     void targetsAreParsedWithClearErrors() {
         assertThat(LogTarget.parse("tcp://[::1]:6514").host()).isEqualTo("::1");
         assertThat(LogTarget.parse("stderr").kind()).isEqualTo("stderr");
