@@ -7,6 +7,7 @@
 #   /none/      no limiting
 #   /limitreq/  nginx limit_req with a generous zone (1M r/s, never refuses)
 #   /levee/     rate.lua asking levee-client, with a generous Levee quota (never refuses)
+#   /ideal/     rate.lua with the same check location answered by NGINX itself: the bound for any levee-client
 # Levee runs as in production: observer, two limiters and levee-client as separate processes.
 # Each location gets a closed-loop run at --conns connections (throughput) and one at a single
 # connection (latency of one request at a time). A fourth row sends the check alone, straight to
@@ -115,6 +116,8 @@ $("${LEVEE[@]}" nginx-config --part http --client "127.0.0.1:$CLIENT" --lua-dir 
     server {
         listen 127.0.0.1:$TINY;
         location / { return 200 "ok\n"; }
+        # the check answered by NGINX itself: what rate.lua + the subrequest cost with a free levee-client
+        location = /check { add_header X-Levee-Result accepted; return 200; }
         location = /levee/stats {
             content_by_lua_block {
                 local s = require("rate").stats()
@@ -133,6 +136,12 @@ $("${LEVEE[@]}" nginx-config --part check)
             access_by_lua_block { require("rate").attempt("/.levee") }
             proxy_pass http://tiny;
         }
+        # the generated check location, pointed at NGINX's own /check instead of levee-client
+$("${LEVEE[@]}" nginx-config --part check | awk '/^location = /,/^}/' | sed -e 's|^location = /.levee|location = /.ideal|' -e 's|http://levee_client/v1/s3check|http://tiny/check|')
+        location /ideal/ {
+            access_by_lua_block { require("rate").attempt("/.ideal") }
+            proxy_pass http://tiny;
+        }
     }
 }
 EOF
@@ -141,7 +150,7 @@ EOF
 PIDS+=($!)
 NGINX_PID=$!
 wait_for "$S3" /none/x nginx
-for loc in none limitreq levee; do
+for loc in none limitreq levee ideal; do
   [ "$(http_status "$S3" "/$loc/x")" = 200 ] || { echo "/$loc/ does not answer 200" >&2; KEEP=1; exit 1; }
 done
 
@@ -195,7 +204,7 @@ run() { # name conns
   ERR[$1.$2]="$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")"
 }
 for c in "$CONNS" 1; do
-  for loc in none limitreq levee client; do
+  for loc in none limitreq levee ideal client; do
     echo "wrk $loc with $c connection(s) for $DURATION..." >&2
     run "$loc" "$c"
   done
@@ -209,7 +218,7 @@ echo
 echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, levee log level $LEVEL, $(date -u +%Y-%m-%d), load average before: $LOAD_BEFORE"
 printf '%-14s %6s %12s %9s %9s %10s %10s %8s\n' location conns "req/s" "p50 ms" "p99 ms" "vs none" "p99 +ms" non-2xx
 for c in "$CONNS" 1; do
-  for loc in none limitreq levee client; do
+  for loc in none limitreq levee ideal client; do
     name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
     printf '%-14s %6s %12s %9s %9s %9s%% %10s %8s\n' "$name" "$c" "${RPS[$loc.$c]}" "${P50[$loc.$c]}" "${P99[$loc.$c]}" \
       "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]}" 'BEGIN { printf "%.0f", 100 * a / b }')" \
@@ -220,7 +229,7 @@ echo
 echo "CPU per request (us; clock ticks of 1/$HZ s over the run, divided by the requests wrk completed)"
 printf '%-14s %6s %8s %8s %9s %8s\n' location conns nginx client limiters machine
 for c in "$CONNS" 1; do
-  for loc in none limitreq levee client; do
+  for loc in none limitreq levee ideal client; do
     name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
     printf '%-14s %6s %8s %8s %9s %8s\n' "$name" "$c" "${CPU_NGINX[$loc.$c]}" "${CPU_CLIENT[$loc.$c]}" \
       "${CPU_LIMITERS[$loc.$c]}" "${CPU_ALL[$loc.$c]}"
@@ -228,3 +237,4 @@ for c in "$CONNS" 1; do
 done
 echo "rate.lua counters (warm-up included): $checks"
 echo "(check alone) = wrk straight to levee-client's GET /v1/s3check with the headers rate.lua's subrequest sends"
+echo "/ideal/ = rate.lua and the generated check location, answered by NGINX itself (a levee-client that costs nothing)"
