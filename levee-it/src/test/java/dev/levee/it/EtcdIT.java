@@ -172,7 +172,9 @@ class EtcdIT {
             assertThat(r.rate()).isEqualTo(5.0);
             assertThat(dev.levee.runtime.Metrics.scrape(registry))
                     .containsPattern("levee_config_rejected_updates_total\\{limiter=\"bad-1\"\\} 1\\.0");
-            assertThat(Files.readString(Stack.LOG)).contains("refused").contains(prefix + "resources/good");
+            // logged asynchronously: the line reaches the file within the async loggers' sleep (10 ms)
+            await().atMost(Duration.ofSeconds(5)).untilAsserted(() ->
+                    assertThat(Files.readString(Stack.LOG)).contains("refused").contains(prefix + "resources/good"));
             // a later fix is applied
             put(prefix + "resources/good", "quota: {rate: 9, burst: 2}\n");
             await().atMost(Duration.ofSeconds(5)).until(() -> source.current().resources().get("good").quota().rate() == 9.0);

@@ -15,7 +15,7 @@ import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
  * <p>Every logger is a Log4j {@code AsyncLogger}: the event goes onto an LMAX Disruptor ring of
  * {@value #QUEUE_SIZE} slots, drained by one background thread that formats and writes in batches
  * (one write per batch; file and console flushed at the end of each batch). When the ring is full,
- * events are dropped rather than stalling a Vert.x event loop. Ring size, wait strategy (sleep 1 ms
+ * events are dropped rather than stalling a Vert.x event loop. Ring size, wait strategy (sleep 10 ms
  * when empty, no wake-up signal per line) and the drop policy are in
  * {@code log4j2.component.properties}. Formatting is Log4j's {@code Rfc5424Layout}; transport is
  * Log4j's syslog/file/console appenders.
