@@ -54,8 +54,19 @@ final class ClientCommand implements Callable<Integer> {
             description = "most checks in one batch to a limiter, 1-1024 (default: ${DEFAULT-VALUE})")
     int maxBatch;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Override
     public Integer call() {
+        if (maxInFlight < 1 || maxInFlight > 1024) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "--limiter-in-flight must be between 1 and 1024, got " + maxInFlight);
+        }
+        if (maxBatch < 1 || maxBatch > 1024) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "--batch-max must be between 1 and 1024, got " + maxBatch);
+        }
         LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains,
                 maxInFlight, maxBatch);
         common.apply("levee-client");

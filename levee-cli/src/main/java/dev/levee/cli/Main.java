@@ -26,7 +26,9 @@ public final class Main {
      * @param args command-line arguments
      */
     public static void main(String[] args) {
-        System.exit(run(args));
+        int status = run(args);
+        dev.levee.runtime.Logging.shutdown(); // flushes what is queued, bounded (Log4j's own hook is off)
+        System.exit(status);
     }
 
     /**

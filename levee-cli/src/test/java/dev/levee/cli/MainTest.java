@@ -92,6 +92,11 @@ class MainTest {
             observer --log-target carrier-pigeon           | udp://
             demo --load-factor -1                          | load-factor
             limiter                                        | --id
+            client --limiter-in-flight 0                   | --limiter-in-flight
+            client --limiter-in-flight 2000                | --limiter-in-flight
+            client --limiter-in-flight abc                 | --limiter-in-flight
+            client --batch-max -1                          | --batch-max
+            observer --log-target file:/tmp                | is a directory
             """)
     void badFlagsGetAClearMessage(String line, String named) {
         Run r = run(line.trim().split("\\s+"));

@@ -121,6 +121,13 @@ public final class LeveeClient implements AutoCloseable {
     private record CheckItem(String resource, String key, String operation, int g) {
     }
 
+    /**
+     * Largest batch body sent, in bytes: 1 MiB, a quarter of what a limiter accepts. A check is at
+     * most ~12.3 KiB of JSON (two 1024-byte names of control characters, each escaped as
+     * six-character JSON escapes), so a batch is cut by size before {@code maxBatch} only for such names.
+     */
+    static final int MAX_BATCH_BYTES = 1 << 20;
+
     /** Most checks waiting for one limiter; beyond it a check fails over at once: 16 384. */
     static final int MAX_QUEUED = 16_384;
 
@@ -389,8 +396,12 @@ public final class LeveeClient implements AutoCloseable {
             long now = ticker.read();
             long timeout = options.checkTimeout().toNanos();
             int max = single ? 1 : options.maxBatch();
+            long bytes = 0;
             synchronized (this) {
                 while (batch.size() < max && !waiting.isEmpty()) {
+                    if (!batch.isEmpty() && bytes + waiting.peek().json().length > MAX_BATCH_BYTES) {
+                        break; // the rest goes in the next batch
+                    }
                     Pending p = waiting.poll();
                     if (now - p.queuedAt() > timeout) {
                         if (expired == null) {
@@ -399,6 +410,7 @@ public final class LeveeClient implements AutoCloseable {
                         expired.add(p);
                     } else {
                         batch.add(p);
+                        bytes += p.json().length + 1;
                     }
                 }
                 if (batch.isEmpty()) {
@@ -449,8 +461,8 @@ public final class LeveeClient implements AutoCloseable {
                                 }
                             } else if (ar.cause() instanceof NoBatches) {
                                 single = true;
-                                LOG.warn("limiter {} has no /v1/checks (an older version): sending checks one by one",
-                                        addr);
+                                LOG.warn("limiter {} refused a batch (no /v1/checks, or a smaller body limit):"
+                                        + " sending checks one by one", addr);
                                 for (int k = batch.size() - 1; k >= 0; k--) {
                                     submitAfterSlot(batch.get(k)); // to the front, in the original order
                                 }
@@ -471,8 +483,8 @@ public final class LeveeClient implements AutoCloseable {
         }
 
         private List<LimiterAnswer> parse(int status, Buffer b, boolean one, int n) {
-            if (!one && status == 404) {
-                throw new NoBatches();
+            if (!one && (status == 404 || status == 413)) {
+                throw new NoBatches(); // an older limiter, or one with a smaller body limit
             }
             if (status >= 400 && status < 500 && status != 429) {
                 throw new Refused("HTTP " + status + ": " + b.toString().replaceAll("[\\r\\n]", " "));
@@ -549,7 +561,7 @@ public final class LeveeClient implements AutoCloseable {
                     d.result().word(), d.limiter() == null ? "-" : d.limiter(),
                     LogText.escape(d.classification().resource()), LogText.escape(d.classification().key()),
                     d.classification().operation(), d.level() == null ? "-" : d.level(), d.retryAfter(), d.attempts(),
-                    why == null ? "" : " reason=\"" + why + "\"");
+                    why == null ? "" : " reason=" + LogText.escape(why, 400));
         }
         return d;
     }

@@ -145,6 +145,44 @@ class BatchingIT {
     }
 
     @Test
+    void batchesOfTheLargestChecksAreCutBySizeNotRefused() throws Exception {
+        LimiterService l = limiter("big", "factor: 1\ndefault: {rate: 1000000, burst: 100000}\n");
+        ObserverService obs = observer(1, new Member("big", l.address().toString()));
+        MeterRegistry reg = Metrics.newRegistry();
+        LeveeClient c = done(LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
+                Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofSeconds(30), List.of(), 1, 1024),
+                SystemTicker.INSTANCE, reg));
+        seeing(c, 1);
+        try {
+            // bucket and key of 1024 control characters: ~12 KiB of JSON per check once escaped, so
+            // 1024 of them would be ~12 MiB, three times what a limiter accepts in one batch
+            String name = "%01".repeat(1024);
+            List<Future<ClientDecision>> all = new ArrayList<>();
+            io.vertx.core.Promise<Void> sent = io.vertx.core.Promise.promise();
+            vertx.runOnContext(v -> {
+                for (int i = 0; i < 600; i++) {
+                    all.add(c.check(S3Request.fromRequestUri("GET", "127.0.0.1", "/" + name + "/" + name, null)));
+                }
+                sent.complete();
+            });
+            done(sent.future());
+            for (Future<ClientDecision> f : all) {
+                assertThat(done(f).result()).isEqualTo(ClientDecision.Result.ACCEPTED);
+            }
+            long[] batches = l.batches();
+            System.out.printf("600 checks of 2 x 1024 control characters: %d batches carried %d checks%n", batches[0],
+                    batches[1]);
+            assertThat(batches[1]).isGreaterThan(500);
+            assertThat(batches[0]).isGreaterThanOrEqualTo(7); // ≤ ~85 such checks fit in 1 MiB
+            assertThat(count(reg, "limiter_refused") + count(reg, "failed")).isZero();
+        } finally {
+            done(c.stop());
+            done(obs.stop());
+            done(l.stop());
+        }
+    }
+
+    @Test
     void aFailedBatchFailsOverCheckByCheckToTheNextMember() throws Exception {
         LimiterService good = limiter("good", "factor: 2\ndefault: {rate: 1000000, burst: 100000}\n");
         AtomicInteger calls = new AtomicInteger();

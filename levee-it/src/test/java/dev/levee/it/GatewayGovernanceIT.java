@@ -503,7 +503,11 @@ class GatewayGovernanceIT {
             long gone = System.nanoTime();
             rig.awaitIdle();
             System.out.printf("download released %d ms after the client went away%n", (System.nanoTime() - gone) / 1_000_000);
-            assertThat(rig.download().cancellations()).isEqualTo(cancelled + 1);
+            // awaitIdle proved the slot, the stream and its waiting quantum are gone. The quantum is
+            // cancelled when it is still waiting as the gateway sees the disconnect (+1); a grant that
+            // lands in between (one every ~100 ms here) is spent instead, never refunded (ADR 0008), and
+            // the pipe is then waiting for the client's socket to drain, which nothing cancels (+0).
+            assertThat(rig.download().cancellations()).isBetween(cancelled, cancelled + 1);
         }
 
         @Test

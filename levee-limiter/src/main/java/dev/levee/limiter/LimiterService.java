@@ -141,7 +141,8 @@ public final class LimiterService implements AutoCloseable {
                         LOG.warn("observer refused heartbeat of {}: HTTP {}", options.id(), resp.statusCode());
                     }
                 })
-                .onFailure(e -> LOG.warn("heartbeat to observer {} failed: {}", options.observer(), e.toString()));
+                .onFailure(e -> LOG.warn("heartbeat to observer {} failed: {}", options.observer(),
+                        e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
     }
 
     private void handle(HttpServerRequest req) {

@@ -23,6 +23,14 @@ public final class Json {
             .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
             .disable(com.fasterxml.jackson.databind.MapperFeature.ALLOW_COERCION_OF_SCALARS)
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            // a number or true/false where a string is expected is an error, not "1" or "true"
+            .withCoercionConfig(com.fasterxml.jackson.databind.type.LogicalType.Textual, c -> c
+                    .setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Integer,
+                            com.fasterxml.jackson.databind.cfg.CoercionAction.Fail)
+                    .setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Float,
+                            com.fasterxml.jackson.databind.cfg.CoercionAction.Fail)
+                    .setCoercion(com.fasterxml.jackson.databind.cfg.CoercionInputShape.Boolean,
+                            com.fasterxml.jackson.databind.cfg.CoercionAction.Fail))
             .build();
 
     private Json() {
@@ -44,14 +52,11 @@ public final class Json {
             }
             return value;
         } catch (UnrecognizedPropertyException e) {
-            throw new IllegalArgumentException("unknown field '" + e.getPropertyName() + "'");
+            throw new IllegalArgumentException("unknown field '" + path(e) + "'");
         } catch (JsonMappingException e) {
             throw new IllegalArgumentException(describe(e));
         } catch (JsonProcessingException e) {
-            String what = e.getOriginalMessage() == null ? "" : e.getOriginalMessage().split("\n")[0];
-            what = what.replaceAll("\\(.*", "").replaceAll("Source: .*", "").trim();
-            throw new IllegalArgumentException("malformed JSON at line " + e.getLocation().getLineNr()
-                    + ", column " + e.getLocation().getColumnNr() + (what.isEmpty() ? "" : ": " + what));
+            throw new IllegalArgumentException(malformed(e));
         } catch (java.io.IOException e) {
             throw new IllegalArgumentException("unreadable body");
         }
@@ -94,7 +99,19 @@ public final class Json {
         return "a JSON object";
     }
 
-    private static String describe(JsonMappingException e) {
+    /** "malformed JSON at line L, column C: what", for a syntax error or a number/name over Jackson's limits. */
+    private static String malformed(JsonProcessingException e) {
+        String what = e.getOriginalMessage() == null ? "" : e.getOriginalMessage().split("\n")[0];
+        what = what.replaceAll("\\(.*", "").replaceAll("Source: .*", "").replaceAll("`[^`]*`", "").trim();
+        if (what.length() > 200) {
+            what = what.substring(0, 200) + "…";
+        }
+        com.fasterxml.jackson.core.JsonLocation at = e.getLocation();
+        String where = at == null || at.getLineNr() < 0 ? "" : " at line " + at.getLineNr() + ", column " + at.getColumnNr();
+        return "malformed JSON" + where + (what.isEmpty() ? "" : ": " + what);
+    }
+
+    private static String path(JsonMappingException e) {
         StringBuilder path = new StringBuilder();
         for (JsonMappingException.Reference ref : e.getPath()) {
             if (ref.getFieldName() != null) {
@@ -106,8 +123,21 @@ public final class Json {
                 path.append('[').append(ref.getIndex()).append(']');
             }
         }
+        return path.toString();
+    }
+
+    private static String describe(JsonMappingException e) {
+        String path = path(e);
         String msg;
-        if (e instanceof com.fasterxml.jackson.databind.exc.MismatchedInputException m && m.getTargetType() != null) {
+        String original = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
+        if (original.startsWith("Trailing token")) {
+            return "malformed JSON: content after the JSON value";
+        }
+        if (e.getCause() instanceof com.fasterxml.jackson.core.exc.InputCoercionException) {
+            msg = "number out of range";
+        } else if (e.getCause() instanceof JsonProcessingException cause) {
+            return (path.isEmpty() ? "" : "field '" + path + "': ") + malformed(cause);
+        } else if (e instanceof com.fasterxml.jackson.databind.exc.MismatchedInputException m && m.getTargetType() != null) {
             msg = "expected " + describeType(m.getTargetType());
         } else {
             msg = "invalid value";

@@ -62,6 +62,9 @@ public final class Logging {
             } catch (java.io.IOException | RuntimeException e) {
                 throw new IllegalArgumentException("cannot create the log directory " + parent);
             }
+            if (java.nio.file.Files.isDirectory(target.file())) {
+                throw new IllegalArgumentException("cannot write the log file " + target.file() + ": it is a directory");
+            }
             if (!java.nio.file.Files.isWritable(parent)
                     || java.nio.file.Files.exists(target.file()) && !java.nio.file.Files.isWritable(target.file())) {
                 throw new IllegalArgumentException("cannot write the log file " + target.file());
@@ -122,9 +125,25 @@ public final class Logging {
         ctx.updateLoggers();
     }
 
-    /** Flushes and stops logging; call last on shutdown. */
+    /** Longest {@link #shutdown()} waits for queued lines to leave: 5 s. */
+    public static final long SHUTDOWN_MILLIS = 5_000;
+
+    /**
+     * Flushes and stops logging; call last on shutdown. Waits at most {@value #SHUTDOWN_MILLIS} ms:
+     * a log target that stopped reading (a TCP syslog peer that hangs) keeps Log4j's writer blocked,
+     * and the process must still exit, so the stop runs on a daemon thread that is abandoned past the
+     * deadline (the lines still queued are lost).
+     */
     public static void shutdown() {
         LoggerContext ctx = (LoggerContext) org.apache.logging.log4j.LogManager.getContext(false);
-        ctx.stop(10, java.util.concurrent.TimeUnit.SECONDS);
+        Thread stopper = new Thread(() -> ctx.stop(SHUTDOWN_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS),
+                "levee-logging-stop");
+        stopper.setDaemon(true);
+        stopper.start();
+        try {
+            stopper.join(SHUTDOWN_MILLIS + 500);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

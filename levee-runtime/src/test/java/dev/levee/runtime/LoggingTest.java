@@ -96,8 +96,21 @@ class LoggingTest {
                 long ms = (System.nanoTime() - t0) / 1_000_000;
                 System.out.printf("100 000 lines to a stuck TCP syslog target: %d ms in the caller%n", ms);
                 assertThat(ms).as("caller time for 100 000 lines at a stuck target").isLessThan(20_000);
+                // and stopping does not wait for the stuck peer beyond its deadline
+                long t1 = System.nanoTime();
+                Logging.shutdown();
+                long stopMs = (System.nanoTime() - t1) / 1_000_000;
+                System.out.printf("shutdown with a stuck TCP syslog target: %d ms%n", stopMs);
+                assertThat(stopMs).isLessThan(Logging.SHUTDOWN_MILLIS + 2_000);
             }
         }
+    }
+
+    @Test
+    void aDirectoryAsLogFileIsRefusedClearly(@TempDir Path dir) {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() ->
+                        Logging.configure(LogTarget.parse("file:" + dir), "levee-test", "INFO"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is a directory");
     }
 
     @Test
