@@ -474,6 +474,27 @@ public final class GatewayService implements AutoCloseable {
     }
 
     private void openBackend(Exchange ex) {
+        openBackend(ex, 0);
+    }
+
+    /** Methods that may be sent again (RFC 9110 §9.2.2) when they carry no body. */
+    private static final java.util.Set<HttpMethod> IDEMPOTENT = java.util.Set.of(HttpMethod.GET, HttpMethod.HEAD,
+            HttpMethod.DELETE, HttpMethod.OPTIONS);
+
+    /**
+     * Whether a failed backend request may be sent once more on another connection: an idempotent
+     * method without a body, no answer from the backend yet, and the first try. A pooled keep-alive
+     * connection the backend closed as it was reused fails that way (as {@code proxy_next_upstream
+     * error} retries in NGINX).
+     */
+    private static boolean retriable(Exchange ex, int attempt) {
+        HttpServerRequest req = ex.req;
+        return attempt == 0 && !ex.finished && ex.upload == null && IDEMPOTENT.contains(req.method())
+                && !req.headers().contains("Transfer-Encoding") && contentLength(req.headers()) <= 0
+                && !req.response().headWritten() && !req.response().closed();
+    }
+
+    private void openBackend(Exchange ex, int attempt) {
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
         MultiMap headers = MultiMap.caseInsensitiveMultiMap();
@@ -492,6 +513,11 @@ public final class GatewayService implements AutoCloseable {
                 .setIdleTimeout(options.backendTimeout().toMillis());
         backend.request(ro).onComplete(ar -> {
             if (ar.failed()) {
+                if (retriable(ex, attempt)) {
+                    LOG.debug("backend request failed ({}), sending it once more", ar.cause().toString());
+                    openBackend(ex, attempt + 1);
+                    return;
+                }
                 badGateway(req, ar.cause());
                 return;
             }
@@ -508,11 +534,16 @@ public final class GatewayService implements AutoCloseable {
             if (!hasLength && req.headers().contains("Transfer-Encoding")) {
                 out.setChunked(true);
             }
-            if (expectContinue) {
+            if (expectContinue && attempt == 0) {
                 resp.writeContinue();
             }
             out.response().onComplete(rr -> {
                 if (rr.failed()) {
+                    if (retriable(ex, attempt)) {
+                        LOG.debug("backend request failed ({}), sending it once more", rr.cause().toString());
+                        openBackend(ex, attempt + 1);
+                        return;
+                    }
                     badGateway(req, rr.cause());
                     return;
                 }
@@ -538,10 +569,12 @@ public final class GatewayService implements AutoCloseable {
                         }
                     }
                 }, out::reset);
+            } else if (attempt > 0) {
+                out.end(); // a bodiless request read the first time: nothing left to pipe
             } else {
                 req.resume();
                 req.pipeTo(out).onFailure(e -> {
-                    if (!resp.ended()) {
+                    if (!resp.ended() && !retriable(ex, attempt)) {
                         badGateway(req, e);
                     }
                 });
