@@ -159,11 +159,17 @@ public final class LeveeClient implements AutoCloseable {
         this.registry = registry;
         this.classifier = options.baseDomains().isEmpty() ? S3Classifier.pathStyleOnly()
                 : S3Classifier.withBaseDomains(options.baseDomains());
-        this.http = vertx.createHttpClient(new HttpClientOptions()
+        this.http = vertx.httpClientBuilder()
+                .with(new HttpClientOptions()
                         .setKeepAlive(true)
                         .setTcpNoDelay(true)
-                        .setConnectTimeout((int) Math.max(1, options.checkTimeout().toMillis())),
-                new PoolOptions().setHttp1MaxSize(64).setMaxWaitQueueSize(4096));
+                        .setConnectTimeout((int) Math.max(1, options.checkTimeout().toMillis())))
+                .with(new PoolOptions().setHttp1MaxSize(64).setMaxWaitQueueSize(4096))
+                // a limiter that goes away resets its connections: the checks on them fail over and
+                // are logged there; the reset itself is not an error worth a line of its own
+                .withConnectHandler(conn -> conn.exceptionHandler(e -> LOG.debug("connection to {} failed: {}",
+                        conn.remoteAddress(), e.getMessage())))
+                .build();
     }
 
     /**

@@ -7,7 +7,7 @@ import java.util.Locale;
  * Says where a Levee process sends its RFC 5424 syslog lines.
  *
  * <p>Spelled on the command line as {@code udp://HOST:PORT} (default {@code udp://127.0.0.1:514}),
- * {@code tcp://HOST:PORT} (octet-counted framing, RFC 6587), {@code file:PATH} (one RFC 5424
+ * {@code tcp://HOST:PORT} (newline-framed, RFC 6587 §3.4.2 non-transparent framing), {@code file:PATH} (one RFC 5424
  * message a line, for {@code grep}) or {@code stderr}.
  *
  * @param kind one of {@code udp}, {@code tcp}, {@code file}, {@code stderr}
