@@ -4,9 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.levee.governor.GovernorConfig;
-import dev.levee.runtime.HostPort;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -36,35 +33,26 @@ class GovernedStreamingTest {
             + " SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=0123";
     static final long RATE = 256 * 1024;
 
+    TestGateway rig;
     StubBackend backend;
-    Vertx vertx;
     GatewayService gateway;
 
     @AfterEach
     void stop() throws Exception {
-        if (gateway != null) {
-            gateway.stop(Duration.ofSeconds(1)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        }
-        if (vertx != null) {
-            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        }
-        if (backend != null) {
-            backend.close();
+        if (rig != null) {
+            rig.close();
         }
     }
 
     void start(long principalRate) throws Exception {
-        backend = new StubBackend();
-        vertx = Vertx.vertx();
-        HostPort any = new HostPort("127.0.0.1", 0);
         GovernanceSettings g = GovernanceSettings.builder()
                 .principals(new PrincipalDirectory(List.of(PrincipalDirectory.Account.of("svc", KEY))))
                 .principalUploadRate(principalRate)
                 .principalDownloadRate(principalRate)
                 .build();
-        gateway = GatewayService.start(vertx, new GatewayService.Options(any, any, new HostPort("127.0.0.1", backend.port()),
-                        false, GatewayService.OnFailure.ALLOW, Duration.ofSeconds(30), 16).withGovernance(g),
-                null, new SimpleMeterRegistry()).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        rig = TestGateway.start(o -> o.withGovernance(g));
+        backend = rig.backend;
+        gateway = rig.gateway;
     }
 
     @Test

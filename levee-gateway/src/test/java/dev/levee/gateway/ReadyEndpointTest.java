@@ -6,10 +6,7 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.levee.governor.AdmissionConfig;
-import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Json;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -37,31 +34,21 @@ class ReadyEndpointTest {
 
     final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     final ObjectMapper json = new ObjectMapper();
+    TestGateway rig;
     StubBackend backend;
-    Vertx vertx;
     GatewayService gateway;
 
     @AfterEach
     void stop() throws Exception {
-        if (gateway != null) {
-            gateway.stop(Duration.ofSeconds(1)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        }
-        if (vertx != null) {
-            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        }
-        if (backend != null) {
-            backend.close();
+        if (rig != null) {
+            rig.close();
         }
     }
 
     GatewayService start(GovernanceSettings governance) throws Exception {
-        backend = new StubBackend();
-        vertx = Vertx.vertx();
-        HostPort any = new HostPort("127.0.0.1", 0);
-        GatewayService.Options o = new GatewayService.Options(any, any, new HostPort("127.0.0.1", backend.port()), false,
-                GatewayService.OnFailure.ALLOW, Duration.ofSeconds(30), 16).withGovernance(governance).withHealthToken(TOKEN);
-        gateway = GatewayService.start(vertx, o, null, new SimpleMeterRegistry()).toCompletionStage().toCompletableFuture()
-                .get(10, TimeUnit.SECONDS);
+        rig = TestGateway.start(o -> o.withGovernance(governance).withHealthToken(TOKEN));
+        backend = rig.backend;
+        gateway = rig.gateway;
         return gateway;
     }
 

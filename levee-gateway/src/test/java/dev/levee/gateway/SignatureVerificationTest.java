@@ -4,9 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.levee.runtime.HostPort;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.vertx.core.Vertx;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -18,7 +15,6 @@ import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -46,15 +42,12 @@ class SignatureVerificationTest {
     final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(5)).build();
     final ObjectMapper json = new ObjectMapper();
+    TestGateway rig;
     StubBackend backend;
-    Vertx vertx;
     GatewayService gateway;
 
     @BeforeEach
     void start() throws Exception {
-        backend = new StubBackend();
-        vertx = Vertx.vertx();
-        HostPort any = new HostPort("127.0.0.1", 0);
         PrincipalDirectory.Account account = PrincipalDirectory.Account.of("svc-victim", VERIFIED_KEY, TRUSTED_KEY)
                 .withSecret(VERIFIED_KEY, SigningSecret.of(SECRET));
         GovernanceSettings governance = GovernanceSettings.builder()
@@ -63,17 +56,14 @@ class SignatureVerificationTest {
                 .uploadRate(64L << 20)
                 .downloadRate(64L << 20)
                 .build();
-        GatewayService.Options o = new GatewayService.Options(any, any, new HostPort("127.0.0.1", backend.port()), false,
-                GatewayService.OnFailure.ALLOW, Duration.ofSeconds(30), 16).withGovernance(governance).withHealthToken(TOKEN);
-        gateway = GatewayService.start(vertx, o, null, new SimpleMeterRegistry()).toCompletionStage().toCompletableFuture()
-                .get(10, TimeUnit.SECONDS);
+        rig = TestGateway.start(o -> o.withGovernance(governance).withHealthToken(TOKEN));
+        backend = rig.backend;
+        gateway = rig.gateway;
     }
 
     @AfterEach
     void stop() throws Exception {
-        gateway.stop(Duration.ofSeconds(1)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        backend.close();
+        rig.close();
     }
 
     /** Signs a request to the gateway with the SDK's signer, as the S3 client does, at {@code at}. */
