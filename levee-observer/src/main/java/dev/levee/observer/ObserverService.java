@@ -82,7 +82,7 @@ public final class ObserverService implements AutoCloseable {
                 handle(req, null, source, registry);
             }
         }).map(server -> {
-            LOG.info("observer listening on {} (membership from etcd)", server.actualPort());
+            LOG.info("observer listening on {}:{} (membership from etcd)", listen.host(), server.actualPort());
             return new ObserverService(vertx, source, server, -1);
         });
     }
@@ -108,8 +108,8 @@ public final class ObserverService implements AutoCloseable {
                             v.limiters().stream().map(m -> m.id() + "@" + m.address()).toList());
                 }
             });
-            LOG.info("observer listening on {} ttl={}ms factor={}", server.actualPort(), options.ttl().toMillis(),
-                    options.factor());
+            LOG.info("observer listening on {}:{} ttl={}ms factor={}", options.listen().host(), server.actualPort(),
+                    options.ttl().toMillis(), options.factor());
             return new ObserverService(vertx, membership, server, timer);
         });
     }
