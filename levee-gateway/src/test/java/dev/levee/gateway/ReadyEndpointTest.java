@@ -125,7 +125,9 @@ class ReadyEndpointTest {
             assertThat(after.at("/governance/admission/download/inFlight").asInt()).isZero();
             assertThat(after.at("/governance/bandwidth/download/openStreams").asInt()).isZero();
             assertThat(after.at("/governance/bandwidth/download/waitingQuanta").asInt()).isZero();
-            assertThat(after.at("/governance/bandwidth/download/cancellations").asLong()).isEqualTo(1);
+            // the waiting quantum is cancelled (1), unless a grant landed between the disconnect and the
+            // gateway seeing it: then it was spent, never refunded (ADR 0008), and nothing waited (0)
+            assertThat(after.at("/governance/bandwidth/download/cancellations").asLong()).isBetween(0L, 1L);
         });
     }
 
