@@ -256,13 +256,7 @@ class BandwidthGovernorTest {
         DrrBandwidthGovernor g = governor(GovernorConfig.of(UPLOAD, 0, 100 * KiB));
         GovernedStream s = g.openStream("A");
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread t = Thread.ofVirtual().start(() -> {
-            try {
-                s.acquire(50 * KiB); // 10 KiB at once, then 4 quanta at 0.1 s intervals
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        });
+        Thread t = acquireOnVirtualThread(s, 50 * KiB, failure); // 10 KiB at once, then 4 quanta at 0.1 s intervals
         awaitCondition(() -> g.stats().grantedBytes() == 10 * KiB && clock.pending() == 1);
         clock.advance(399 * MS);
         assertThat(t.isAlive()).isTrue();
@@ -278,13 +272,7 @@ class BandwidthGovernorTest {
         GovernedStream s = g.openStream("A");
         s.acquire(10 * KiB);
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread t = Thread.ofVirtual().start(() -> {
-            try {
-                s.acquire(10 * KiB);
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        });
+        Thread t = acquireOnVirtualThread(s, 10 * KiB, failure);
         awaitCondition(() -> g.stats().waitingQuanta() == 1);
         t.interrupt();
         t.join();
@@ -301,13 +289,7 @@ class BandwidthGovernorTest {
         GovernedStream s = g.openStream("A");
         s.acquire(10 * KiB);
         AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread t = Thread.ofVirtual().start(() -> {
-            try {
-                s.acquire(10 * KiB);
-            } catch (Throwable e) {
-                failure.set(e);
-            }
-        });
+        Thread t = acquireOnVirtualThread(s, 10 * KiB, failure);
         awaitCondition(() -> g.stats().waitingQuanta() == 1);
         assertThat(s.cancel()).isTrue();
         t.join();
@@ -394,5 +376,16 @@ class BandwidthGovernorTest {
                 .cause().isInstanceOf(WaitQueueFullException.class).hasMessageContaining("UPLOAD")
                 .hasMessageContaining("1 waiting");
         assertThat(refused.exceptionNow()).isInstanceOf(RefusedException.class);
+    }
+
+    /** Starts {@code s.acquire(bytes)} on a virtual thread; what it throws lands in {@code failure}. */
+    static Thread acquireOnVirtualThread(GovernedStream s, long bytes, AtomicReference<Throwable> failure) {
+        return Thread.ofVirtual().start(() -> {
+            try {
+                s.acquire(bytes);
+            } catch (Throwable e) {
+                failure.set(e);
+            }
+        });
     }
 }
