@@ -73,8 +73,11 @@ final class GatewayCommand implements Callable<Integer> {
             description = "S3 backend HOST:PORT (HTTP)")
     HostPort backend;
 
-    @Option(names = "--enforce", negatable = true, defaultValue = "true",
-            description = "check each request with the limiter cluster (default: ${DEFAULT-VALUE})")
+    // fallbackValue: without it picocli toggles a default-true negatable option, so --enforce meant false
+    // and --no-enforce true (issue 10; NegatableOptionsTest holds every negatable option of every command)
+    @Option(names = "--enforce", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "check each request with the limiter cluster; --no-enforce when NGINX checks"
+                    + " (default: ${DEFAULT-VALUE})")
     boolean enforce;
 
     @Option(names = "--on-failure", defaultValue = "ALLOW",
