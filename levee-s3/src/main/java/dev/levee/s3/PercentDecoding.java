@@ -29,6 +29,20 @@ final class PercentDecoding {
      * @return the decoded text, or {@code s.substring(from, to)} when it has no escape or is malformed
      */
     static String decodeOnce(String s, int from, int to) {
+        String decoded = decodeOrNull(s, from, to);
+        return decoded == null ? s.substring(from, to) : decoded;
+    }
+
+    /**
+     * Decodes {@code s[from, to)} once, or says that it cannot.
+     *
+     * @param s    the text, not null
+     * @param from the start index, inclusive
+     * @param to   the end index, exclusive, {@code from ≤ to ≤ s.length()}
+     * @return the decoded text (the substring itself when it has no escape), or null when an escape is
+     *         truncated or not hexadecimal or the decoded bytes are not well-formed UTF-8
+     */
+    static String decodeOrNull(String s, int from, int to) {
         int percent = s.indexOf('%', from);
         if (percent < 0 || percent >= to) {
             return s.substring(from, to);
@@ -48,12 +62,12 @@ final class PercentDecoding {
             boolean ascii = true;
             while (i < to && s.charAt(i) == '%') {
                 if (to - i < 3) {
-                    return s.substring(from, to);
+                    return null;
                 }
                 int hi = hex(s.charAt(i + 1));
                 int lo = hex(s.charAt(i + 2));
                 if (hi < 0 || lo < 0) {
-                    return s.substring(from, to);
+                    return null;
                 }
                 byte b = (byte) (hi << 4 | lo);
                 ascii &= b >= 0;
@@ -65,7 +79,7 @@ final class PercentDecoding {
                     out.append((char) run[k]);
                 }
             } else if (!appendUtf8(run, n, out)) {
-                return s.substring(from, to);
+                return null;
             }
         }
         return out.toString();

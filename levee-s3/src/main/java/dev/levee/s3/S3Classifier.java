@@ -35,7 +35,11 @@ import java.util.Objects;
  *       encoded {@code %2F} is data (RFC 3986 §2.2), so {@code "/%2Fbucket"} names the resource
  *       {@code "/bucket"}, which no backend serves as {@code bucket}.</li>
  *   <li><b>Decoding.</b> Resource and key are each percent-decoded once as UTF-8 ({@code '+'}
- *       stays {@code '+'}); a malformed one is kept raw. Nothing is normalised: {@code "//"},
+ *       stays {@code '+'}). A malformed one (a truncated or non-hexadecimal escape such as
+ *       {@code %ZZ}, {@code %} or {@code a%2}, or bytes that are not well-formed UTF-8 such as
+ *       {@code %C3%28}) is kept raw and the request is {@link S3Operation#Unknown}: S3 answers it
+ *       {@code 400 InvalidURI}, so it must not be counted as the operation its method suggests
+ *       (issue 10; limited by the resource-level quotas). Nothing is normalised: {@code "//"},
  *       {@code "."} and {@code ".."} segments stay in the key as sent, because S3 keys are
  *       opaque.</li>
  *   <li><b>Operation.</b> The level (service: no resource; bucket: no key; object), the method
@@ -128,23 +132,41 @@ public final class S3Classifier {
         int n = path.length();
         String resource;
         String key;
+        boolean malformed = false;
         String bucket = virtualHostedBucket(target.host());
         if (bucket != null) {
             resource = bucket;
-            key = PercentDecoding.decodeOnce(path, n > 0 && path.charAt(0) == '/' ? 1 : 0, n);
+            int from = n > 0 && path.charAt(0) == '/' ? 1 : 0;
+            key = PercentDecoding.decodeOrNull(path, from, n);
+            if (key == null) {
+                malformed = true;
+                key = path.substring(from, n);
+            }
         } else {
             int start = 0;
             while (start < n && path.charAt(start) == '/') {
                 start++;
             }
             int slash = path.indexOf('/', start);
+            int resourceEnd = slash < 0 ? n : slash;
+            resource = PercentDecoding.decodeOrNull(path, start, resourceEnd);
+            if (resource == null) {
+                malformed = true;
+                resource = path.substring(start, resourceEnd);
+            }
             if (slash < 0) {
-                resource = PercentDecoding.decodeOnce(path, start, n);
                 key = "";
             } else {
-                resource = PercentDecoding.decodeOnce(path, start, slash);
-                key = PercentDecoding.decodeOnce(path, slash + 1, n);
+                key = PercentDecoding.decodeOrNull(path, slash + 1, n);
+                if (key == null) {
+                    malformed = true;
+                    key = path.substring(slash + 1, n);
+                }
             }
+        }
+        if (malformed) {
+            // S3 answers such a request 400 InvalidURI: it names no object, so no operation quota applies
+            return new S3Classification(resource, key, S3Operation.Unknown);
         }
         HttpMethod method = HttpMethod.parse(request.method());
         QueryFacts query = QueryFacts.parse(target.query());

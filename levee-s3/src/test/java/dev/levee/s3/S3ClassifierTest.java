@@ -175,7 +175,7 @@ class S3ClassifierTest {
             GET      | xs3.example.com             | /cat.jpg                                               |            | xs3            | cat.jpg         | GetObject
             GET      | .s3.example.com             | /album/cat.jpg                                         |            | album          | cat.jpg         | GetObject
             GET      | [::1]:9000                  | /album/cat.jpg                                         |            | album          | cat.jpg         | GetObject
-            # --- keys: decoded once, '+' is a plus, invalid encodings kept raw ---
+            # --- keys: decoded once, '+' is a plus; invalid encodings kept raw and Unknown (S3: 400 InvalidURI) ---
             GET      | s3.example.com              | /photos/%E2%9C%93.txt                                  |            | photos         | ✓.txt           | GetObject
             GET      | s3.example.com              | /photos/a%20b.txt                                      |            | photos         | 'a b.txt'       | GetObject
             GET      | s3.example.com              | /photos/a+b.txt                                        |            | photos         | a+b.txt         | GetObject
@@ -187,12 +187,27 @@ class S3ClassifierTest {
             GET      | s3.example.com              | /photos/%F0%9F%98%80                                   |            | photos         | 😀              | GetObject
             GET      | s3.example.com              | /photos/ünïcødé ✓                                      |            | photos         | ünïcødé ✓       | GetObject
             GET      | s3.example.com              | /photos/a%3Fb.txt?acl                                  |            | photos         | a?b.txt         | GetObjectAcl
-            GET      | s3.example.com              | /photos/bad%ZZkey                                      |            | photos         | bad%ZZkey       | GetObject
-            GET      | s3.example.com              | /photos/trailing%2                                     |            | photos         | trailing%2      | GetObject
-            GET      | s3.example.com              | /photos/%FF%FE                                         |            | photos         | %FF%FE          | GetObject
-            GET      | s3.example.com              | /photos/%C0%AF                                         |            | photos         | %C0%AF          | GetObject
-            GET      | s3.example.com              | /photos/%ED%A0%80                                      |            | photos         | %ED%A0%80       | GetObject
-            GET      | s3.example.com              | /photos/%E2%9C                                         |            | photos         | %E2%9C          | GetObject
+            GET      | s3.example.com              | /photos/bad%ZZkey                                      |            | photos         | bad%ZZkey       | Unknown
+            GET      | s3.example.com              | /photos/trailing%2                                     |            | photos         | trailing%2      | Unknown
+            GET      | s3.example.com              | /photos/%FF%FE                                         |            | photos         | %FF%FE          | Unknown
+            GET      | s3.example.com              | /photos/%C0%AF                                         |            | photos         | %C0%AF          | Unknown
+            GET      | s3.example.com              | /photos/%ED%A0%80                                      |            | photos         | %ED%A0%80       | Unknown
+            GET      | s3.example.com              | /photos/%E2%9C                                         |            | photos         | %E2%9C          | Unknown
+            # issue 10: a key or bucket S3 refuses as InvalidURI is never GetObject (matched no GetObject quota)
+            GET      | s3.example.com              | /mybucket/%ZZbad                                       |            | mybucket       | %ZZbad          | Unknown
+            GET      | s3.example.com              | /mybucket/%                                            |            | mybucket       | %               | Unknown
+            GET      | s3.example.com              | /mybucket/a%2                                          |            | mybucket       | a%2             | Unknown
+            GET      | s3.example.com              | /mybucket/%C3%28                                       |            | mybucket       | %C3%28          | Unknown
+            GET      | s3.example.com              | /mybucket/%ZZ/k                                        |            | mybucket       | %ZZ/k           | Unknown
+            PUT      | s3.example.com              | /mybucket/%ZZbad                                       |            | mybucket       | %ZZbad          | Unknown
+            PUT      | s3.example.com              | /mybucket/%ZZbad                                       | src/k      | mybucket       | %ZZbad          | Unknown
+            DELETE   | s3.example.com              | /mybucket/a%2                                          |            | mybucket       | a%2             | Unknown
+            HEAD     | s3.example.com              | /mybucket/%C3                                          |            | mybucket       | %C3             | Unknown
+            GET      | s3.example.com              | /mybucket/%ZZbad?acl                                   |            | mybucket       | %ZZbad          | Unknown
+            GET      | s3.example.com              | /%ZZ/k                                                 |            | %ZZ            | k               | Unknown
+            GET      | s3.example.com              | /b%ZZ?list-type=2                                      |            | b%ZZ           | ''              | Unknown
+            GET      | photos.s3.example.com       | /%ZZbad                                                |            | photos         | %ZZbad          | Unknown
+            GET      | s3.example.com              | /mybucket/ok%41                                        |            | mybucket       | okA             | GetObject
             GET      | s3.example.com              | /my%2Dbucket/k                                         |            | my-bucket      | k               | GetObject
             # --- odd paths: never normalised, never thrown on ---
             GET      | s3.example.com              | photos/cat.jpg                                         |            | photos         | cat.jpg         | GetObject
