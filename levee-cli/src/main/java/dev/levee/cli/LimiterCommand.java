@@ -46,7 +46,8 @@ final class LimiterCommand implements Callable<Integer> {
     Duration heartbeat;
 
     @Option(names = "--max-keys", defaultValue = "1000000",
-            description = "hard cap of limit keys held in memory (default: ${DEFAULT-VALUE})")
+            description = "cap of the limit-key table in key slots of 256 bytes of heap: that many keys of up to"
+                    + " ~80 characters, fewer longer ones; about 256 MiB per million (default: ${DEFAULT-VALUE})")
     long maxKeys;
 
     @Option(names = "--quotas", description = "quota file, single-file form, reloaded on change"

@@ -3,16 +3,28 @@ package dev.levee.core;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Keeps the GCRA state of every active limit key, bounded in memory (SPEC.md §6).
  *
  * <p>Memory follows the active keys: a key's entry expires once its TAT can no longer be ahead of
  * the clock (the limit's {@link GcraLimit#horizonNs() horizon} after its last use), which is exactly
- * when its state equals that of a fresh key, so expiry never forgets a debt. A hard cap
- * ({@code maxKeys}) bounds the table when more keys are active than that: eviction is Caffeine's
- * size policy (W-TinyLFU, which admits by frequency and evicts by recency), chosen over a
- * hand-written LRU; an evicted key restarts with one burst. See docs/decisions.md.
+ * when its state equals that of a fresh key, so expiry never forgets a debt. A hard cap bounds the
+ * table when more keys are active than that: eviction is Caffeine's weighted size policy (W-TinyLFU,
+ * which admits by frequency and evicts by recency), chosen over a hand-written LRU; an evicted key
+ * restarts with one burst. See docs/decisions.md.
+ *
+ * <h2>Memory bound</h2>
+ * The cap counts heap, not keys, so that long keys cannot exhaust it (issue 10): an entry holds about
+ * {@value #ENTRY_OVERHEAD_BYTES} bytes of structure (Caffeine node with variable expiry, hash-table
+ * node, {@link Gcra.State}, the key's {@code String}) plus its characters (one byte each when they are
+ * all Latin-1, two otherwise), measured by {@code dev.levee.bench.memory.TableMemory}. Each entry
+ * weighs one <em>key slot</em> per started {@value #SLOT_BYTES} bytes, and {@code maxKeys} is the
+ * number of slots: a table of {@code maxKeys} holds that many keys of up to about 80 characters, fewer
+ * longer ones, and never more than about {@code maxKeys × }{@value #SLOT_BYTES}{@code  bytes} of
+ * entries (256 MiB per million slots).
  *
  * <p>Time comes only from the injected {@link Ticker}; maintenance runs on the calling thread.
  * Thread-safe: decisions on one key are serialised by locking that key's state; different keys
@@ -20,27 +32,63 @@ import com.github.benmanes.caffeine.cache.Expiry;
  */
 public final class GcraTable {
 
-    /** Default hard cap on keys: 1 000 000 (about 150 MB of heap at most). */
+    /** Default hard cap: 1 000 000 key slots (256 MiB of entries at most). */
     public static final long DEFAULT_MAX_KEYS = 1_000_000L;
+
+    /** Heap one entry holds besides its key's characters, bytes (measured, rounded up). */
+    public static final int ENTRY_OVERHEAD_BYTES = 176;
+
+    /** Heap one key slot stands for, bytes. */
+    public static final int SLOT_BYTES = 256;
 
     private final Cache<String, Gcra.State> states;
     private final Ticker ticker;
+    private final LongAdder evictions = new LongAdder();
+    private final LongAdder expirations = new LongAdder();
 
     private GcraTable(Ticker ticker, long maxKeys) {
         this.ticker = ticker;
         this.states = Caffeine.newBuilder()
                 .ticker(ticker::read)
                 .executor(Runnable::run)
-                .maximumSize(maxKeys)
+                .maximumWeight(maxKeys)
+                .weigher((String key, Gcra.State state) -> slots(key))
                 .expireAfter(new HorizonExpiry())
+                .evictionListener((String key, Gcra.State state, RemovalCause cause) -> {
+                    if (cause == RemovalCause.EXPIRED) {
+                        expirations.increment();
+                    } else if (cause == RemovalCause.SIZE) {
+                        evictions.increment();
+                    }
+                })
                 .build();
+    }
+
+    /**
+     * Returns the key slots an entry for {@code key} weighs: one per started {@link #SLOT_BYTES} of its
+     * estimated heap ({@link #ENTRY_OVERHEAD_BYTES} plus one byte per Latin-1 character, two per other).
+     *
+     * @param key the limit key, not null
+     * @return the weight, ≥ 1
+     */
+    public static int slots(String key) {
+        int n = key.length();
+        int perChar = 1;
+        for (int i = 0; i < n; i++) {
+            if (key.charAt(i) > 0xFF) {
+                perChar = 2;
+                break;
+            }
+        }
+        long bytes = ENTRY_OVERHEAD_BYTES + (long) n * perChar;
+        return (int) ((bytes + SLOT_BYTES - 1) / SLOT_BYTES);
     }
 
     /**
      * Creates a table.
      *
      * @param ticker  the monotonic clock (ns)
-     * @param maxKeys hard cap on the number of keys held, ≥ 1
+     * @param maxKeys hard cap in key slots ({@link #slots}), ≥ 1: that many keys of up to ~80 characters
      * @return an empty table
      * @throws IllegalArgumentException when {@code maxKeys < 1}
      * @throws NullPointerException     when {@code ticker} is null
@@ -89,7 +137,21 @@ public final class GcraTable {
         return states.estimatedSize();
     }
 
-    /** Runs pending maintenance now: drops expired keys and enforces the cap. */
+    /** Returns how many keys the cap evicted while they were still in use (each restarts with one burst). */
+    public long evictions() {
+        return evictions.sum();
+    }
+
+    /** Returns how many idle keys expired (their state equalled a fresh key's). */
+    public long expirations() {
+        return expirations.sum();
+    }
+
+    /**
+     * Runs pending maintenance now: drops expired keys and enforces the cap. Caffeine runs it as a side
+     * effect of use; a table that sees no traffic keeps its expired entries until this is called, so the
+     * service calls it periodically (memory comes back after a key flood without further requests).
+     */
     public void cleanUp() {
         states.cleanUp();
     }

@@ -59,4 +59,39 @@ class GcraTableTest {
         assertThat(table.attempt("a", limit)).isNegative();
         assertThat(table.attempt("b", limit)).isGreaterThanOrEqualTo(0);
     }
+
+    /** Regression (issue 10, item 7): a flood of long keys must not hold more heap than the cap allows. */
+    @Test
+    void longKeysWeighSeveralSlotsSoTheCapBoundsMemory() {
+        AtomicLong clock = new AtomicLong();
+        GcraTable table = GcraTable.create(clock::get, 100);
+        GcraLimit limit = GcraLimit.of(0.001, 1, 1);
+        String pad = "k".repeat(2040);
+        assertThat(GcraTable.slots("short-key")).isEqualTo(1);
+        assertThat(GcraTable.slots(pad)).isEqualTo(9); // 176 + 2040 bytes in 256-byte slots
+        assertThat(GcraTable.slots("\u00e9".repeat(40))).isEqualTo(1); // Latin-1: one byte a character
+        assertThat(GcraTable.slots("\u2713".repeat(60))).isEqualTo(2); // UTF-16: two bytes a character
+        for (int i = 0; i < 1000; i++) {
+            table.attempt(i + pad, limit);
+        }
+        table.cleanUp();
+        assertThat(table.size()).isBetween(1L, 100L / 9);
+        assertThat(table.evictions()).isEqualTo(1000 - table.size());
+        assertThat(table.expirations()).isZero();
+    }
+
+    @Test
+    void expirationsAreCountedApartFromEvictions() {
+        AtomicLong clock = new AtomicLong(Long.MAX_VALUE - SEC / 2);
+        GcraTable table = GcraTable.create(clock::get, 1000);
+        GcraLimit limit = GcraLimit.of(10, 5, 1);
+        for (int i = 0; i < 50; i++) {
+            table.attempt("k" + i, limit);
+        }
+        clock.addAndGet(SEC);
+        table.cleanUp();
+        assertThat(table.size()).isZero();
+        assertThat(table.expirations()).isEqualTo(50);
+        assertThat(table.evictions()).isZero();
+    }
 }

@@ -56,7 +56,8 @@ public final class LimiterService implements AutoCloseable {
      * @param advertise address clients reach this limiter at; null: the bound address
      * @param observer  observer to send heartbeats to; null: none (membership elsewhere)
      * @param heartbeat heartbeat interval (default 1 s)
-     * @param maxKeys   hard cap of the GCRA state table (default 1 000 000)
+     * @param maxKeys   cap of the GCRA state table in key slots of 256 bytes (default 1 000 000; see
+     *                  {@link GcraTable#slots})
      */
     public record Options(String id, HostPort listen, HostPort advertise, HostPort observer, Duration heartbeat,
                           long maxKeys) {
@@ -74,6 +75,9 @@ public final class LimiterService implements AutoCloseable {
         }
     }
 
+    /** Period of the table's maintenance when idle, ms. */
+    private static final long MAINTENANCE_MS = 1000;
+
     private final Options options;
     private final QuotaSource config;
     private final GcraTable table;
@@ -84,6 +88,7 @@ public final class LimiterService implements AutoCloseable {
     private HttpServer server;
     private HttpClientAgent heartbeatClient;
     private long heartbeatTimer = -1;
+    private long maintenanceTimer = -1;
     private volatile HostPort advertised;
 
     private LimiterService(Vertx vertx, Options options, QuotaSource config, Ticker ticker,
@@ -94,6 +99,17 @@ public final class LimiterService implements AutoCloseable {
         this.registry = registry;
         this.table = GcraTable.create(ticker, options.maxKeys());
         Gauge.builder("levee_limiter_keys", table, GcraTable::size).description("limit keys held")
+                .tag("limiter", options.id()).register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_limiter_key_evictions_total", table,
+                        GcraTable::evictions)
+                .description("keys evicted by the table's cap while in use (each restarts with one burst)")
+                .tag("limiter", options.id()).register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_limiter_key_expirations_total", table,
+                        GcraTable::expirations)
+                .description("idle keys dropped once their state equalled a fresh key's")
+                .tag("limiter", options.id()).register(registry);
+        Gauge.builder("levee_limiter_key_slots_max", table, t -> options.maxKeys())
+                .description("cap of the key table in key slots of 256 bytes (--max-keys)")
                 .tag("limiter", options.id()).register(registry);
         io.micrometer.core.instrument.FunctionCounter.builder("levee_config_rejected_updates_total", config,
                         QuotaSource::rejectedUpdates)
@@ -117,6 +133,12 @@ public final class LimiterService implements AutoCloseable {
         LimiterService s = new LimiterService(vertx, options, config, ticker, registry);
         return Http.listen(vertx, options.listen(), s::handle).map(server -> {
             s.server = server;
+            // expired keys leave the table even when no request arrives to trigger Caffeine's maintenance;
+            // on a worker thread, as a flood's expiry can take a while
+            s.maintenanceTimer = vertx.setPeriodic(MAINTENANCE_MS, t -> vertx.executeBlocking(() -> {
+                s.table.cleanUp();
+                return null;
+            }, false));
             s.advertised = options.advertise() != null ? options.advertise()
                     : new HostPort(options.listen().host(), server.actualPort());
             if (options.observer() != null) {
@@ -292,6 +314,7 @@ public final class LimiterService implements AutoCloseable {
 
     /** Leaves the observer (when configured) and stops listening. */
     public Future<Void> stop() {
+        vertx.cancelTimer(maintenanceTimer);
         if (heartbeatTimer >= 0) {
             vertx.cancelTimer(heartbeatTimer);
         }
@@ -308,6 +331,7 @@ public final class LimiterService implements AutoCloseable {
 
     /** Stops without leaving the observer (as a crash would): for failure tests. */
     public Future<Void> kill() {
+        vertx.cancelTimer(maintenanceTimer);
         if (heartbeatTimer >= 0) {
             vertx.cancelTimer(heartbeatTimer);
         }
