@@ -54,6 +54,30 @@ final class RoleProcess implements AutoCloseable {
         }
     }
 
+    /** The JVM options {@code ./levee} gives this role (scripts/jvm-options.sh), so tests run roles as shipped. */
+    static List<String> launcherJvmOptions(List<String> args) {
+        Path script = Path.of("..", "scripts", "jvm-options.sh").toAbsolutePath().normalize();
+        if (!Files.isRegularFile(script)) {
+            return List.of("-Xmx256m");
+        }
+        List<String> cmd = new ArrayList<>(List.of("bash", "-c", ". \"$0\" && levee_jvm_options \"$@\"",
+                script.toString()));
+        cmd.addAll(args);
+        try {
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+            if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0 || out.isEmpty()) {
+                throw new IllegalStateException("scripts/jvm-options.sh failed: " + out);
+            }
+            return List.of(out.split("\\s+"));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted");
+        }
+    }
+
     /** Returns a loopback port that was free a moment ago. */
     static int freePort() {
         try (ServerSocket s = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {

@@ -122,6 +122,27 @@ public final class EmbeddedEtcd implements AutoCloseable {
         }
     }
 
+    /** Returns the process id of the running etcd, for fault tests that signal it (SIGSTOP, SIGKILL). */
+    public synchronized long pid() {
+        if (process == null || !process.isAlive()) {
+            throw new IllegalStateException("etcd is not running");
+        }
+        return process.pid();
+    }
+
+    /** Kills the process at once (SIGKILL), as a crash would; data and ports are kept for {@link #launch()}. */
+    public synchronized void kill() {
+        if (process == null) {
+            return;
+        }
+        process.destroyForcibly();
+        try {
+            process.waitFor(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** Returns the client endpoint, {@code http://127.0.0.1:PORT}. */
     public String endpoint() {
         return "http://127.0.0.1:" + clientPort;
