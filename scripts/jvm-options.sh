@@ -25,5 +25,5 @@ levee_jvm_options() {
     demo|bench) heap="-Xmx1g" ;;
     *) heap="-Xmx256m -XX:TieredStopAtLevel=1" ;; # short-lived tools: quota, config, nginx-config, --help
   esac
-  echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:+ExitOnOutOfMemoryError"
+  echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:+ExitOnOutOfMemoryError"
 }

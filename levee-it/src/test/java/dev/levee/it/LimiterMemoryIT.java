@@ -1,0 +1,99 @@
+package dev.levee.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.levee.config.QuotaConfigLoader;
+import dev.levee.config.StaticQuotaSource;
+import dev.levee.limiter.LimiterService;
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.Metrics;
+import io.vertx.core.Vertx;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Regressions for issue 10, item 7 ("memory does not come back after a key flood"): after a flood of
+ * distinct wildcard keys the limiter drops every expired key without any further request, exports the
+ * table's size, expirations and evictions, and the launcher sizes each role's heap.
+ */
+class LimiterMemoryIT {
+
+    static final String QUOTAS = """
+            factor: 1
+            default: {rate: 1000, burst: 10}
+            resources:
+              flood:
+                prefixes:
+                  - {prefix: "k*", quota: {rate: 10, burst: 1}}
+            """;
+
+    @Test
+    void expiredKeysLeaveTheTableWithoutFurtherRequestsAndAreCounted() throws Exception {
+        AtomicLong clock = new AtomicLong(Long.MAX_VALUE - TimeUnit.SECONDS.toNanos(30));
+        Vertx vertx = dev.levee.runtime.Http.vertx();
+        try {
+            LimiterService limiter = EtcdIT.done(LimiterService.start(vertx, new LimiterService.Options("mem-1",
+                            new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000),
+                    new StaticQuotaSource(QuotaConfigLoader.parse(QUOTAS, "test quotas")), clock::get,
+                    Metrics.newRegistry()));
+            HttpClient http = HttpClient.newHttpClient();
+            for (int round = 0; round < 5; round++) {
+                StringBuilder batch = new StringBuilder("{\"checks\":[");
+                for (int i = 0; i < 1000; i++) {
+                    batch.append(i == 0 ? "" : ",").append("{\"resource\":\"flood\",\"key\":\"k").append(round)
+                            .append('-').append(i).append("\",\"operation\":\"PutObject\",\"g\":1}");
+                }
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + limiter.address()
+                                + "/v1/checks")).POST(HttpRequest.BodyPublishers.ofString(batch + "]}")).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            }
+            assertThat(metric(http, limiter, "levee_limiter_keys")).isEqualTo(5000);
+            // every key's TAT is now in the past (horizon 100 ms; Caffeine's timer wheel expires in ~1 s buckets)
+            clock.addAndGet(TimeUnit.SECONDS.toNanos(5));
+            await("expired keys dropped with no request").atMost(Duration.ofSeconds(10))
+                    .until(() -> metric(http, limiter, "levee_limiter_keys") == 0);
+            assertThat(metric(http, limiter, "levee_limiter_key_expirations_total")).isEqualTo(5000);
+            assertThat(metric(http, limiter, "levee_limiter_key_evictions_total")).isZero();
+            assertThat(metric(http, limiter, "levee_limiter_key_slots_max")).isEqualTo(1_000_000);
+            EtcdIT.done(limiter.stop());
+        } finally {
+            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void theLauncherSizesEachRolesHeapAndReturnsMemoryWhenIdle() throws Exception {
+        assertThat(options("limiter", "--id", "l1")).contains("-Xmx622m", "-XX:G1PeriodicGCInterval=30000",
+                "-XX:+ExitOnOutOfMemoryError");
+        assertThat(options("limiter", "--id", "l1", "--max-keys", "4000000")).contains("-Xmx1720m");
+        assertThat(options("limiter", "--max-keys=100000")).contains("-Xmx292m");
+        assertThat(options("limiter", "--max-keys", "lots")).contains("-Xmx622m");
+        assertThat(options("observer")).contains("-Xmx192m");
+        assertThat(options("gateway", "--backend", "h:1")).contains("-Xmx512m");
+        assertThat(options("client")).contains("-Xmx256m");
+        assertThat(options("quota", "get")).contains("-Xmx256m", "-XX:TieredStopAtLevel=1");
+        assertThat(options()).contains("-Xmx256m");
+    }
+
+    static List<String> options(String... args) {
+        return RoleProcess.launcherJvmOptions(List.of(args));
+    }
+
+    static long metric(HttpClient http, LimiterService limiter, String name) throws Exception {
+        String body = http.send(HttpRequest.newBuilder(URI.create("http://" + limiter.address() + "/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8)).body();
+        return body.lines().filter(l -> l.startsWith(name + "{") || l.startsWith(name + " "))
+                .mapToLong(l -> (long) Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+    }
+
+}
