@@ -23,7 +23,7 @@ import java.util.TreeMap;
  * <tr><td>{@code resources/<bucket>}</td><td>{@code {quota, prefixes}}</td></tr>
  * </table>
  *
- * <p>Keys under {@code limiters/} (membership) are ignored; any other key is an error naming it.
+ * <p>Keys under {@code limiters/} (membership) and the import marker {@code import} are ignored; any other key is an error naming it.
  * Each value is validated with the same rules as the single-file form; errors name the etcd key.
  */
 public final class QuotaLayout {
@@ -38,13 +38,18 @@ public final class QuotaLayout {
     public static final String RESOURCES = "resources/";
     /** Relative key prefix of limiter membership (not quota data). */
     public static final String LIMITERS = "limiters/";
+    /**
+     * Relative key of the import marker (not quota data): present while {@code levee quota import}
+     * writes its chunks; quota sources hold updates while it exists (docs/decisions.md, "Import").
+     */
+    public static final String IMPORT = "import";
 
     private QuotaLayout() {
     }
 
-    /** Returns whether a relative key holds quota data (and not membership). */
+    /** Returns whether a relative key holds quota data (and not membership or the import marker). */
     public static boolean isQuotaKey(String relativeKey) {
-        return !relativeKey.startsWith(LIMITERS);
+        return !relativeKey.startsWith(LIMITERS) && !relativeKey.equals(IMPORT);
     }
 
     /**
