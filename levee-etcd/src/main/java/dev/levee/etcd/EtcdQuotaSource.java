@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  * The source mirrors every quota key under the prefix ({@code factor}, {@code quotas/…},
  * {@code resources/…}) in a map of raw values, exactly as etcd holds them. It loads a consistent
  * snapshot at one revision, read in pages ({@link EtcdSnapshot}), then watches the prefix from the
- * next revision. After every watch response the map is rebuilt into a {@link QuotaConfig} and
- * validated whole: a valid result is swapped in atomically; an invalid one is refused with a log line
+ * next revision. After each watch response the map is rebuilt, on the source's own thread, into a
+ * {@link QuotaConfig} and validated whole (responses that arrive during a rebuild are folded into the
+ * next one; values unchanged since the last rebuild are not parsed again): a valid result is swapped in atomically; an invalid one is refused with a log line
  * naming the etcd key and field and counted, and the last good configuration stays in force. Because
  * the raw map always equals etcd's state, a later fix of the bad key makes the whole configuration
  * valid again, and the final state always equals etcd's.
@@ -71,11 +72,14 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
     private volatile boolean closed;
     private volatile String lastRejection;
     private volatile long watchGeneration;
+    private boolean rebuildPending; // guarded by this
+    private final QuotaLayout.ParseCache parseCache; // timer thread only
     private Watch.Watcher watcher;
 
     private EtcdQuotaSource(Client client, String prefix, QuotaConfig initial, long revision, int maxValueBytes,
-            long timeoutMs) {
+            long timeoutMs, QuotaLayout.ParseCache parseCache) {
         super(initial, revision);
+        this.parseCache = parseCache;
         this.client = client;
         this.prefix = Etcd.normalisePrefix(prefix);
         this.maxValueBytes = maxValueBytes;
@@ -149,8 +153,9 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
         Map<String, String> values = new TreeMap<>();
         Map<String, ConfigProblem> big = new TreeMap<>();
         fill(p, snapshot, maxValueBytes, values, big);
-        QuotaConfig initial = validate(p, values, big); // invalid at start: refuse to start
-        s = new EtcdQuotaSource(client, p, initial, rev, maxValueBytes, timeoutMs);
+        QuotaLayout.ParseCache cache = new QuotaLayout.ParseCache();
+        QuotaConfig initial = validate(p, values, big, cache); // invalid at start: refuse to start
+        s = new EtcdQuotaSource(client, p, initial, rev, maxValueBytes, timeoutMs, cache);
         synchronized (s) {
             s.raw.putAll(values);
             s.oversized.putAll(big);
@@ -183,11 +188,12 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
     }
 
     /** Validates the whole configuration: oversized keys first, then every value. */
-    private static QuotaConfig validate(String prefix, Map<String, String> values, Map<String, ConfigProblem> big) {
+    private static QuotaConfig validate(String prefix, Map<String, String> values, Map<String, ConfigProblem> big,
+            QuotaLayout.ParseCache cache) {
         List<ConfigProblem> problems = new ArrayList<>(big.values());
         QuotaConfig cfg = null;
         try {
-            cfg = QuotaLayout.fromValues(prefix, values);
+            cfg = QuotaLayout.fromValues(prefix, values, cache);
         } catch (QuotaConfigException e) {
             problems.addAll(e.problems());
         }
@@ -259,13 +265,31 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
         }
         reachable = true;
         if (changed) {
-            rebuild(rev);
+            scheduleRebuild();
         }
     }
 
-    private void rebuild(long rev) {
-        QuotaConfig next;
+    /**
+     * Rebuilds on the timer thread, off the watch thread; responses that arrive meanwhile are folded
+     * into the next rebuild (it always builds etcd's latest state, so changes still apply in order).
+     */
+    private void scheduleRebuild() {
         synchronized (this) {
+            if (rebuildPending || closed) {
+                return;
+            }
+            rebuildPending = true;
+        }
+        timer.execute(this::rebuild);
+    }
+
+    private void rebuild() {
+        Map<String, String> values;
+        Map<String, ConfigProblem> big;
+        long rev;
+        synchronized (this) {
+            rebuildPending = false;
+            rev = seenRevision;
             if (importing != null) {
                 if (!holdLogged) {
                     LOG.info("an import is in progress ({}{} = {}): holding etcd updates until it ends", prefix,
@@ -278,16 +302,21 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
                 LOG.info("import ended at revision {}: applying its result", rev);
                 holdLogged = false;
             }
-            try {
-                next = validate(prefix, raw, oversized);
-            } catch (QuotaConfigException e) {
-                countRejected();
-                lastRejection = String.join("; ", e.errors());
-                LOG.error("etcd quota update at revision {} refused, keeping the last good configuration: {}", rev,
-                        lastRejection);
-                return;
-            }
-            lastRejection = null;
+            values = new TreeMap<>(raw);
+            big = new TreeMap<>(oversized);
+        }
+        QuotaConfig next;
+        try {
+            next = validate(prefix, values, big, parseCache);
+        } catch (QuotaConfigException e) {
+            countRejected();
+            lastRejection = String.join("; ", e.errors());
+            LOG.error("etcd quota update at revision {} refused, keeping the last good configuration: {}", rev,
+                    lastRejection);
+            return;
+        }
+        lastRejection = null;
+        synchronized (this) {
             if (next.equals(current())) {
                 revision(rev);
                 return;
@@ -332,7 +361,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
                 seenRevision = rev;
             }
             reachable = true;
-            rebuild(rev);
+            rebuild();
             watchFrom(rev + 1);
         } catch (Exception e) {
             reachable = false;
