@@ -117,7 +117,8 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
      */
     public static EtcdQuotaSource start(Client client, String prefix, long probeMillis, long timeoutMs, int maxValueBytes) {
         String p = Etcd.normalisePrefix(prefix);
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        long startNs = System.nanoTime();
+        long deadline = startNs + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         EtcdSnapshot snapshot;
         boolean waited = false;
         while (true) {
@@ -148,6 +149,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
                 throw new IllegalStateException("interrupted while waiting for an import to end");
             }
         }
+        long readNs = System.nanoTime();
         long rev = snapshot.revision();
         EtcdQuotaSource s;
         Map<String, String> values = new TreeMap<>();
@@ -162,7 +164,9 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
             s.seenRevision = rev;
         }
         s.reachable = true;
-        LOG.info("quotas loaded from etcd prefix {} at revision {} ({} keys)", p, rev, values.size());
+        long builtNs = System.nanoTime();
+        LOG.info("quotas loaded from etcd prefix {} at revision {}: {} keys read in {} ms, validated in {} ms", p, rev,
+                values.size(), TimeUnit.NANOSECONDS.toMillis(readNs - startNs), TimeUnit.NANOSECONDS.toMillis(builtNs - readNs));
         s.watchFrom(rev + 1);
         s.timer.scheduleWithFixedDelay(s::probe, probeMillis, Math.max(100, probeMillis), TimeUnit.MILLISECONDS);
         return s;
@@ -306,6 +310,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
             big = new TreeMap<>(oversized);
         }
         QuotaConfig next;
+        long t0 = System.nanoTime();
         try {
             next = validate(prefix, values, big, parseCache);
         } catch (QuotaConfigException e) {
@@ -323,7 +328,8 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
             }
             swap(next, rev);
         }
-        LOG.info("quotas updated from etcd at revision {}", rev);
+        LOG.info("quotas updated from etcd at revision {} ({} keys validated in {} ms)", rev, values.size(),
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
         notifyListeners(next);
     }
 
