@@ -139,9 +139,15 @@ final class QuotaCommand {
 
         @Override
         int run(Client c, String prefix) throws Exception {
-            Map<String, String> values = read(c, prefix, etcd.maxValueBytes);
             if (bucket != null) {
-                String v = values.get(QuotaLayout.RESOURCES + bucket);
+                // one bucket: another key's oversized value does not hide this one
+                EtcdSnapshot snap = snapshot(c, prefix, etcd.maxValueBytes);
+                String rel = QuotaLayout.RESOURCES + bucket;
+                if (snap.oversized().containsKey(rel)) {
+                    throw new QuotaConfigException(List.of(dev.levee.etcd.Etcd.oversized(prefix + rel,
+                            snap.oversized().get(rel), etcd.maxValueBytes)));
+                }
+                String v = snap.values().get(rel);
                 if (v == null) {
                     System.err.println("no quotas for bucket '" + bucket + "' (it falls to methods_default/default)");
                     return 1;
@@ -149,6 +155,7 @@ final class QuotaCommand {
                 System.out.print(v.endsWith("\n") ? v : v + "\n");
                 return 0;
             }
+            Map<String, String> values = read(c, prefix, etcd.maxValueBytes);
             values.forEach((k, v) -> System.out.println("# " + prefix + k + "\n" + (v.endsWith("\n") ? v : v + "\n")));
             return 0;
         }
