@@ -179,6 +179,21 @@ class EtcdLargeDataIT {
             System.out.printf("large data: %d buckets loaded into etcd in %.1f s; EtcdQuotaSource ready in %.2f s,"
                     + " heap +%d MiB after GC; one later change applied after %.0f ms%n", BUCKETS, loadS, startS,
                     (heapAfter - heapBefore) >> 20, applyMs);
+            // `levee quota import` replaces every bucket: chunked transactions, applied once, whole
+            List<QuotaConfig> seen = new CopyOnWriteArrayList<>();
+            source.onChange(seen::add);
+            Path all = file(singleFile(BUCKETS, 3, 0));
+            long t3 = System.nanoTime();
+            Run r = cli("quota", "import", all.toString(), "--etcd-prefix", prefix);
+            double importS = (System.nanoTime() - t3) / 1e9;
+            assertThat(r.status()).as(r.err()).isZero();
+            long t4 = System.nanoTime();
+            await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(10))
+                    .until(() -> source.current().resources().get("bucket-0").quota().rate() == 3.0);
+            System.out.printf("large data: `levee quota import` of %d buckets took %.1f s (%s); applied %.0f ms after it"
+                    + " returned%n", BUCKETS, importS, r.out().strip(), (System.nanoTime() - t4) / 1e6);
+            assertThat(seen).hasSize(1);
+            assertThat(seen.get(0).resources().values()).allSatisfy(q -> assertThat(q.quota().rate()).isEqualTo(3.0));
         }
     }
 
