@@ -283,8 +283,8 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
                 return;
             }
             rebuildPending = true;
+            timer.execute(this::rebuild); // close() shuts the timer down under the same lock
         }
-        timer.execute(this::rebuild);
     }
 
     private void rebuild() {
