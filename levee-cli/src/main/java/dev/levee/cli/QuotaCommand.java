@@ -220,7 +220,7 @@ final class QuotaCommand {
                 description = "most keys per etcd transaction, below etcd's --max-txn-ops (default: ${DEFAULT-VALUE})")
         int txnOps;
 
-        @Option(names = "--lease-ttl", converter = Converters.DurationConverter.class, defaultValue = "10s",
+        @Option(names = "--lease-ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class, defaultValue = "10s",
                 description = "TTL of the import marker's lease: how long limiters hold updates after this command"
                         + " dies in the middle of an import (default: ${DEFAULT-VALUE})")
         java.time.Duration leaseTtl;
@@ -311,36 +311,54 @@ final class QuotaCommand {
                 }
                 Cmp ours = new Cmp(marker, Cmp.Op.EQUAL, CmpTarget.value(bytes(value)));
                 int txns = 1;
-                for (int from = 0; from < ops.size(); from += txnOps) {
-                    List<Op> chunk = ops.subList(from, Math.min(ops.size(), from + txnOps));
-                    TxnResponse r;
-                    try {
-                        r = c.getKVClient().txn().If(ours).Then(chunk.toArray(Op[]::new)).commit()
+                int done = 0;
+                try {
+                    for (int from = 0; from < ops.size(); from += txnOps) {
+                        List<Op> chunk = ops.subList(from, Math.min(ops.size(), from + txnOps));
+                        TxnResponse r = c.getKVClient().txn().If(ours).Then(chunk.toArray(Op[]::new)).commit()
                                 .get(TIMEOUT_S, TimeUnit.SECONDS);
-                    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-                        throw incomplete(prefix, from, ops.size(), e instanceof java.util.concurrent.ExecutionException
-                                ? e.getCause().getMessage() : "etcd did not answer within " + TIMEOUT_S + " s");
+                        if (!r.isSucceeded()) {
+                            throw new IllegalStateException("the import marker's lease ended");
+                        }
+                        done += chunk.size();
+                        txns++;
                     }
-                    if (!r.isSucceeded()) {
-                        throw incomplete(prefix, from, ops.size(), "the import marker's lease ended");
+                    TxnResponse end = c.getKVClient().txn().If(ours).Then(Op.delete(marker, DeleteOption.DEFAULT))
+                            .commit().get(TIMEOUT_S, TimeUnit.SECONDS);
+                    if (!end.isSucceeded()) {
+                        throw new IllegalStateException("the import marker's lease ended");
                     }
-                    txns++;
+                    revoke(c, lease);
+                    return new long[] {end.getHeader().getRevision(), txns + 1};
+                } catch (Exception e) {
+                    boolean removed = revoke(c, lease);
+                    String why = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
+                            ? e.getCause().getMessage() : e instanceof java.util.concurrent.TimeoutException
+                            ? "etcd did not answer within " + TIMEOUT_S + " s" : e.getMessage();
+                    throw incomplete(prefix, done, ops.size(), why, removed);
                 }
-                TxnResponse end = c.getKVClient().txn().If(ours).Then(Op.delete(marker, DeleteOption.DEFAULT))
-                        .commit().get(TIMEOUT_S, TimeUnit.SECONDS);
-                if (!end.isSucceeded()) {
-                    throw incomplete(prefix, ops.size(), ops.size(), "the import marker's lease ended");
-                }
-                c.getLeaseClient().revoke(lease).get(TIMEOUT_S, TimeUnit.SECONDS);
-                return new long[] {end.getHeader().getRevision(), txns + 1};
             }
         }
 
-        private IllegalStateException incomplete(String prefix, int done, int total, String why) {
+        /** Revokes the marker's lease (deleting the marker); returns whether etcd confirmed it. */
+        private static boolean revoke(Client c, long lease) {
+            try {
+                c.getLeaseClient().revoke(lease).get(TIMEOUT_S, TimeUnit.SECONDS);
+                return true;
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                return false;
+            }
+        }
+
+        private IllegalStateException incomplete(String prefix, int done, int total, String why, boolean removed) {
             return new IllegalStateException("import incomplete (" + why + "): " + done + " of " + total
-                    + " changes written; limiters keep the configuration from before the import until "
-                    + prefix + QuotaLayout.IMPORT + " goes (its lease ends within " + leaseTtl.toSeconds()
-                    + " s), then apply what etcd holds, a mix of old and new quotas: run the import again");
+                    + " changes written. Limiters kept the configuration from before the import while " + prefix
+                    + QuotaLayout.IMPORT + " existed; it " + (removed ? "is removed" : "goes when its lease ends (within "
+                    + leaseTtl.toSeconds() + " s)") + ", and they then apply what etcd holds, a mix of old and new"
+                    + " quotas: run the import again (it writes only what still differs)");
         }
     }
 

@@ -267,6 +267,19 @@ class EtcdLargeDataIT {
             assertThat(seen).as("configurations applied during the import").hasSize(1);
             assertThat(seen.get(0).resources().values()).allSatisfy(q -> assertThat(q.quota().rate()).isEqualTo(2.0));
             assertThat(QuotaLayout.fromValues(prefix, etcdValues(prefix))).isEqualTo(source.current());
+
+            // chunks above etcd's --max-txn-ops: the import stops at once, says so, and removes its marker
+            Run failed = cli("quota", "import", file(singleFile(1500, 4, 0)).toString(), "--etcd-prefix", prefix,
+                    "--txn-ops", "200");
+            assertThat(failed.status()).isEqualTo(1);
+            assertThat(failed.err()).contains("import incomplete").contains("too many operations").contains(": 0 of ")
+                    .contains("run the import again").doesNotContain("Exception");
+            assertThat(client.getKVClient().get(bytes(prefix + QuotaLayout.IMPORT)).get(10, TimeUnit.SECONDS).getKvs()).isEmpty();
+            Run again = cli("quota", "import", file(singleFile(1500, 4, 0)).toString(), "--etcd-prefix", prefix);
+            assertThat(again.status()).as(again.err()).isZero();
+            await().atMost(Duration.ofSeconds(10)).until(() -> source.current().resources().size() == 1500);
+            assertThat(seen).hasSize(2);
+            assertThat(seen.get(1).resources().values()).allSatisfy(q -> assertThat(q.quota().rate()).isEqualTo(4.0));
         }
     }
 
