@@ -44,6 +44,40 @@ final class Converters {
         }
     }
 
+    /** A size in bytes: {@code 65536}, {@code 64KiB}, {@code 16MiB} (also {@code B}, {@code k}, {@code M}; binary units). */
+    static final class SizeConverter implements CommandLine.ITypeConverter<Integer> {
+        @Override
+        public Integer convert(String value) {
+            return parseSize(value);
+        }
+    }
+
+    static int parseSize(String value) {
+        String v = value == null ? "" : value.trim();
+        String lower = v.toLowerCase(Locale.ROOT);
+        long unit = 1;
+        String digits = lower;
+        if (lower.endsWith("kib") || lower.endsWith("k")) {
+            unit = 1 << 10;
+            digits = lower.substring(0, lower.length() - (lower.endsWith("kib") ? 3 : 1));
+        } else if (lower.endsWith("mib") || lower.endsWith("m")) {
+            unit = 1 << 20;
+            digits = lower.substring(0, lower.length() - (lower.endsWith("mib") ? 3 : 1));
+        } else if (lower.endsWith("b")) {
+            digits = lower.substring(0, lower.length() - 1);
+        }
+        try {
+            long n = Long.parseLong(digits.trim());
+            if (n < 1 || n * unit > Integer.MAX_VALUE) {
+                throw new NumberFormatException();
+            }
+            return (int) (n * unit);
+        } catch (NumberFormatException e) {
+            throw new CommandLine.TypeConversionException("'" + v + "' is not a size between 1 byte and 2 GiB"
+                    + " (bytes, or with KiB / MiB, for example 64KiB)");
+        }
+    }
+
     static Duration parseDuration(String value) {
         String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
         try {

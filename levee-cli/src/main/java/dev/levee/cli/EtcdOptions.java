@@ -15,6 +15,15 @@ final class EtcdOptions {
     @Option(names = "--etcd-prefix", defaultValue = "/levee", description = "key prefix in etcd (default: ${DEFAULT-VALUE})")
     String prefix;
 
+    @Option(names = "--etcd-max-value-size", paramLabel = "SIZE", converter = Converters.SizeConverter.class, defaultValue = "64KiB",
+            description = "largest quota value in etcd, refused by key when read or written (default: ${DEFAULT-VALUE})")
+    int maxValueBytes = Etcd.DEFAULT_MAX_VALUE_BYTES;
+
+    @Option(names = "--etcd-max-message-size", paramLabel = "SIZE", converter = Converters.SizeConverter.class, defaultValue = "16MiB",
+            description = "largest gRPC message accepted from etcd; snapshots are read in pages and a larger watch"
+                    + " response falls back to a paginated re-read (default: ${DEFAULT-VALUE}, at least 64KiB)")
+    int maxMessageBytes = Etcd.DEFAULT_MAX_MESSAGE_BYTES;
+
     boolean enabled() {
         return endpoints != null && !endpoints.isBlank();
     }
@@ -24,6 +33,6 @@ final class EtcdOptions {
     }
 
     Client client() {
-        return Etcd.client(endpointList());
+        return Etcd.client(endpointList(), maxMessageBytes);
     }
 }

@@ -65,7 +65,7 @@ final class LimiterCommand implements Callable<Integer> {
     public Integer call() {
         common.apply("levee-limiter");
         io.etcd.jetcd.Client client = etcd.enabled() ? etcd.client() : null;
-        QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000)
+        QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000, etcd.maxValueBytes)
                 : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
         LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
                 client != null ? null : observer, heartbeat, maxKeys);

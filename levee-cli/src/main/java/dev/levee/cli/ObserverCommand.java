@@ -46,7 +46,8 @@ final class ObserverCommand implements Callable<Integer> {
         if (etcd.enabled()) {
             common.apply("levee-observer");
             io.etcd.jetcd.Client client = etcd.client();
-            dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000);
+            dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000,
+                    etcd.maxValueBytes);
             dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(client, etcd.prefix,
                     () -> source.current().factor());
             Vertx vertx = dev.levee.runtime.Http.vertx();

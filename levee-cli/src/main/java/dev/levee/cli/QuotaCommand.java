@@ -2,15 +2,18 @@ package dev.levee.cli;
 
 import dev.levee.config.QuotaConfigLoader;
 import dev.levee.config.QuotaLayout;
+import dev.levee.etcd.EtcdSnapshot;
+import dev.levee.quota.ConfigProblem;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaConfigException;
 import dev.levee.quota.ResourceQuotas;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
-import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.op.Cmp;
+import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.DeleteOption;
-import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -41,18 +44,58 @@ final class QuotaCommand {
 
     private static final long TIMEOUT_S = 10;
 
-    /** Reads every quota value under the prefix: relative key → YAML. */
-    static Map<String, String> read(Client c, String prefix) throws Exception {
+    /** Keys per import transaction by default: below etcd's {@code --max-txn-ops} default of 128. */
+    static final int DEFAULT_TXN_OPS = 100;
+
+    /** Reads every key under the prefix, in pages at one revision (any number of buckets). */
+    static EtcdSnapshot snapshot(Client c, String prefix, int maxValueBytes) throws Exception {
+        return EtcdSnapshot.read(c, dev.levee.etcd.Etcd.normalisePrefix(prefix), maxValueBytes,
+                EtcdSnapshot.DEFAULT_PAGE_KEYS, TimeUnit.SECONDS.toMillis(TIMEOUT_S * 6));
+    }
+
+    /**
+     * Reads every quota value under the prefix: relative key → YAML.
+     *
+     * @throws QuotaConfigException naming each value above {@code maxValueBytes}
+     */
+    static Map<String, String> read(Client c, String prefix, int maxValueBytes) throws Exception {
         String p = dev.levee.etcd.Etcd.normalisePrefix(prefix);
-        Map<String, String> out = new TreeMap<>();
-        for (KeyValue kv : c.getKVClient().get(bytes(p), GetOption.builder().isPrefix(true).build())
-                .get(TIMEOUT_S, TimeUnit.SECONDS).getKvs()) {
-            String rel = kv.getKey().toString(StandardCharsets.UTF_8).substring(p.length());
-            if (QuotaLayout.isQuotaKey(rel)) {
-                out.put(rel, kv.getValue().toString(StandardCharsets.UTF_8));
+        EtcdSnapshot snap = snapshot(c, p, maxValueBytes);
+        List<ConfigProblem> big = new ArrayList<>();
+        snap.oversized().forEach((k, size) -> {
+            if (QuotaLayout.isQuotaKey(k)) {
+                big.add(dev.levee.etcd.Etcd.oversized(p + k, size, maxValueBytes));
             }
+        });
+        snap.tooLarge().forEach(k -> big.add(new ConfigProblem(p + k, "", null,
+                "value exceeds the etcd client's message limit (--etcd-max-message-size)")));
+        if (!big.isEmpty()) {
+            throw new QuotaConfigException(big);
         }
+        Map<String, String> out = new TreeMap<>();
+        snap.values().forEach((k, v) -> {
+            if (QuotaLayout.isQuotaKey(k)) {
+                out.put(k, v);
+            }
+        });
         return out;
+    }
+
+    /** Refuses a value above the limit, naming its key and both sizes. */
+    static void checkSize(String fullKey, String value, int maxValueBytes) {
+        int size = value.getBytes(StandardCharsets.UTF_8).length;
+        if (size > maxValueBytes) {
+            throw new QuotaConfigException(List.of(dev.levee.etcd.Etcd.oversized(fullKey, size, maxValueBytes)));
+        }
+    }
+
+    /** Refuses to write while {@code levee quota import} runs (its marker key exists). */
+    static void refuseDuringImport(Client c, String prefix) throws Exception {
+        var kvs = c.getKVClient().get(bytes(prefix + QuotaLayout.IMPORT)).get(TIMEOUT_S, TimeUnit.SECONDS).getKvs();
+        if (!kvs.isEmpty()) {
+            throw new IllegalStateException("an import is in progress (" + prefix + QuotaLayout.IMPORT + " = "
+                    + kvs.get(0).getValue().toString(StandardCharsets.UTF_8) + "); try again when it has ended");
+        }
     }
 
     static ByteSequence bytes(String s) {
@@ -96,9 +139,15 @@ final class QuotaCommand {
 
         @Override
         int run(Client c, String prefix) throws Exception {
-            Map<String, String> values = read(c, prefix);
             if (bucket != null) {
-                String v = values.get(QuotaLayout.RESOURCES + bucket);
+                // one bucket: another key's oversized value does not hide this one
+                EtcdSnapshot snap = snapshot(c, prefix, etcd.maxValueBytes);
+                String rel = QuotaLayout.RESOURCES + bucket;
+                if (snap.oversized().containsKey(rel)) {
+                    throw new QuotaConfigException(List.of(dev.levee.etcd.Etcd.oversized(prefix + rel,
+                            snap.oversized().get(rel), etcd.maxValueBytes)));
+                }
+                String v = snap.values().get(rel);
                 if (v == null) {
                     System.err.println("no quotas for bucket '" + bucket + "' (it falls to methods_default/default)");
                     return 1;
@@ -106,6 +155,7 @@ final class QuotaCommand {
                 System.out.print(v.endsWith("\n") ? v : v + "\n");
                 return 0;
             }
+            Map<String, String> values = read(c, prefix, etcd.maxValueBytes);
             values.forEach((k, v) -> System.out.println("# " + prefix + k + "\n" + (v.endsWith("\n") ? v : v + "\n")));
             return 0;
         }
@@ -125,7 +175,9 @@ final class QuotaCommand {
             String yaml = readInput(file);
             String key = prefix + QuotaLayout.RESOURCES + bucket;
             ResourceQuotas r = QuotaConfigLoader.parseResource(bucket, yaml, key);
-            Map<String, String> values = read(c, prefix);
+            checkSize(key, QuotaLayout.resourceYaml(r), etcd.maxValueBytes);
+            refuseDuringImport(c, prefix);
+            Map<String, String> values = read(c, prefix, etcd.maxValueBytes);
             values.put(QuotaLayout.RESOURCES + bucket, QuotaLayout.resourceYaml(r));
             QuotaLayout.fromValues(prefix, values); // the whole result must be valid
             long rev = c.getKVClient().put(bytes(key), bytes(QuotaLayout.resourceYaml(r)))
@@ -144,35 +196,169 @@ final class QuotaCommand {
         @Override
         int run(Client c, String prefix) throws Exception {
             String key = prefix + QuotaLayout.RESOURCES + bucket;
+            refuseDuringImport(c, prefix);
             long n = c.getKVClient().delete(bytes(key)).get(TIMEOUT_S, TimeUnit.SECONDS).getDeleted();
             System.out.println(n == 0 ? "no quotas for bucket '" + bucket + "'" : "deleted " + key);
             return n == 0 ? 1 : 0;
         }
     }
 
-    /** Replaces every quota value with those of a single-file form, in one transaction. */
+    /**
+     * Replaces every quota value with those of a single-file form. Up to {@code --txn-ops} changes go in
+     * one transaction; more are written in transactions of {@code --txn-ops} while the import marker
+     * {@code <prefix>import} exists (under a lease kept alive by this command), and quota sources hold
+     * every update until the marker is deleted, so limiters go from the old configuration to the new
+     * one at once (docs/decisions.md, "Import").
+     */
     @Command(name = "import", mixinStandardHelpOptions = true,
-            description = "Replace all quotas with a single-file form (one etcd transaction).")
+            description = "Replace all quotas with a single-file form; limiters apply it whole, at once.")
     static final class Import extends EtcdCall {
         @Parameters(paramLabel = "FILE|-")
         String file;
 
+        @Option(names = "--txn-ops", defaultValue = "100",
+                description = "most keys per etcd transaction, below etcd's --max-txn-ops (default: ${DEFAULT-VALUE})")
+        int txnOps;
+
+        @Option(names = "--lease-ttl", paramLabel = "DURATION", converter = Converters.DurationConverter.class, defaultValue = "10s",
+                description = "TTL of the import marker's lease: how long limiters hold updates after this command"
+                        + " dies in the middle of an import (default: ${DEFAULT-VALUE})")
+        java.time.Duration leaseTtl;
+
         @Override
         int run(Client c, String prefix) throws Exception {
+            if (txnOps < 1) {
+                throw new IllegalArgumentException("--txn-ops must be >= 1, got " + txnOps);
+            }
             QuotaConfig cfg = QuotaConfigLoader.parse(readInput(file), file);
             Map<String, String> next = QuotaLayout.toValues(cfg);
-            Map<String, String> now = read(c, prefix);
+            List<ConfigProblem> big = new ArrayList<>();
+            next.forEach((k, v) -> {
+                int size = v.getBytes(StandardCharsets.UTF_8).length;
+                if (size > etcd.maxValueBytes) {
+                    big.add(dev.levee.etcd.Etcd.oversized(prefix + k, size, etcd.maxValueBytes));
+                }
+            });
+            if (!big.isEmpty()) {
+                throw new QuotaConfigException(big);
+            }
+            EtcdSnapshot now = snapshot(c, prefix, Integer.MAX_VALUE);
+            if (now.values().containsKey(QuotaLayout.IMPORT)) {
+                throw new IllegalStateException("another import is in progress (" + prefix + QuotaLayout.IMPORT + " = "
+                        + now.values().get(QuotaLayout.IMPORT) + "); try again when it has ended");
+            }
             List<Op> ops = new ArrayList<>();
-            for (String k : now.keySet()) {
-                if (!next.containsKey(k)) {
+            java.util.Set<String> present = new java.util.TreeSet<>(now.values().keySet());
+            present.addAll(now.tooLarge());
+            for (String k : present) {
+                if (QuotaLayout.isQuotaKey(k) && !next.containsKey(k)) {
                     ops.add(Op.delete(bytes(prefix + k), DeleteOption.DEFAULT));
                 }
             }
-            next.forEach((k, v) -> ops.add(Op.put(bytes(prefix + k), bytes(v), PutOption.DEFAULT)));
-            long rev = c.getKVClient().txn().Then(ops.toArray(Op[]::new)).commit()
-                    .get(TIMEOUT_S, TimeUnit.SECONDS).getHeader().getRevision();
-            System.out.println("imported " + next.size() + " keys (" + cfg.resources().size() + " buckets) at revision " + rev);
+            next.forEach((k, v) -> {
+                if (!v.equals(now.values().get(k))) {
+                    ops.add(Op.put(bytes(prefix + k), bytes(v), PutOption.DEFAULT));
+                }
+            });
+            ByteSequence marker = bytes(prefix + QuotaLayout.IMPORT);
+            Cmp noImport = new Cmp(marker, Cmp.Op.EQUAL, CmpTarget.version(0));
+            long rev;
+            int txns;
+            if (ops.size() <= txnOps) {
+                TxnResponse r = c.getKVClient().txn().If(noImport).Then(ops.toArray(Op[]::new)).commit()
+                        .get(TIMEOUT_S, TimeUnit.SECONDS);
+                if (!r.isSucceeded()) {
+                    throw new IllegalStateException("another import started meanwhile (" + prefix + QuotaLayout.IMPORT
+                            + " exists); nothing was written");
+                }
+                rev = r.getHeader().getRevision();
+                txns = 1;
+            } else {
+                long[] result = chunked(c, prefix, marker, noImport, ops);
+                rev = result[0];
+                txns = (int) result[1];
+            }
+            System.out.println("imported " + next.size() + " keys (" + cfg.resources().size() + " buckets, " + ops.size()
+                    + " changed) in " + txns + " transaction" + (txns == 1 ? "" : "s") + " at revision " + rev);
             return 0;
+        }
+
+        /** Writes the ops in chunks while the marker exists; returns {revision, transactions}. */
+        private long[] chunked(Client c, String prefix, ByteSequence marker, Cmp noImport, List<Op> ops) throws Exception {
+            String id = java.util.UUID.randomUUID().toString();
+            String value = "{\"id\": \"" + id + "\", \"started\": \"" + java.time.Instant.now() + "\", \"changes\": "
+                    + ops.size() + "}";
+            long lease = c.getLeaseClient().grant(Math.max(1, leaseTtl.toSeconds())).get(TIMEOUT_S, TimeUnit.SECONDS).getID();
+            try (var keepAlive = c.getLeaseClient().keepAlive(lease, new io.grpc.stub.StreamObserver<>() {
+                @Override
+                public void onNext(io.etcd.jetcd.lease.LeaseKeepAliveResponse r) {
+                }
+
+                @Override
+                public void onError(Throwable t) {
+                }
+
+                @Override
+                public void onCompleted() {
+                }
+            })) {
+                TxnResponse begin = c.getKVClient().txn().If(noImport)
+                        .Then(Op.put(marker, bytes(value), PutOption.builder().withLeaseId(lease).build()))
+                        .commit().get(TIMEOUT_S, TimeUnit.SECONDS);
+                if (!begin.isSucceeded()) {
+                    throw new IllegalStateException("another import started meanwhile (" + prefix + QuotaLayout.IMPORT
+                            + " exists); nothing was written");
+                }
+                Cmp ours = new Cmp(marker, Cmp.Op.EQUAL, CmpTarget.value(bytes(value)));
+                int txns = 1;
+                int done = 0;
+                try {
+                    for (int from = 0; from < ops.size(); from += txnOps) {
+                        List<Op> chunk = ops.subList(from, Math.min(ops.size(), from + txnOps));
+                        TxnResponse r = c.getKVClient().txn().If(ours).Then(chunk.toArray(Op[]::new)).commit()
+                                .get(TIMEOUT_S, TimeUnit.SECONDS);
+                        if (!r.isSucceeded()) {
+                            throw new IllegalStateException("the import marker's lease ended");
+                        }
+                        done += chunk.size();
+                        txns++;
+                    }
+                    TxnResponse end = c.getKVClient().txn().If(ours).Then(Op.delete(marker, DeleteOption.DEFAULT))
+                            .commit().get(TIMEOUT_S, TimeUnit.SECONDS);
+                    if (!end.isSucceeded()) {
+                        throw new IllegalStateException("the import marker's lease ended");
+                    }
+                    revoke(c, lease);
+                    return new long[] {end.getHeader().getRevision(), txns + 1};
+                } catch (Exception e) {
+                    boolean removed = revoke(c, lease);
+                    String why = e instanceof java.util.concurrent.ExecutionException && e.getCause() != null
+                            ? e.getCause().getMessage() : e instanceof java.util.concurrent.TimeoutException
+                            ? "etcd did not answer within " + TIMEOUT_S + " s" : e.getMessage();
+                    throw incomplete(prefix, done, ops.size(), why, removed);
+                }
+            }
+        }
+
+        /** Revokes the marker's lease (deleting the marker); returns whether etcd confirmed it. */
+        private static boolean revoke(Client c, long lease) {
+            try {
+                c.getLeaseClient().revoke(lease).get(TIMEOUT_S, TimeUnit.SECONDS);
+                return true;
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                return false;
+            }
+        }
+
+        private IllegalStateException incomplete(String prefix, int done, int total, String why, boolean removed) {
+            return new IllegalStateException("import incomplete (" + why + "): " + done + " of " + total
+                    + " changes written. Limiters kept the configuration from before the import while " + prefix
+                    + QuotaLayout.IMPORT + " existed; it " + (removed ? "is removed" : "goes when its lease ends (within "
+                    + leaseTtl.toSeconds() + " s)") + ", and they then apply what etcd holds, a mix of old and new"
+                    + " quotas: run the import again (it writes only what still differs)");
         }
     }
 
@@ -181,7 +367,7 @@ final class QuotaCommand {
     static final class Export extends EtcdCall {
         @Override
         int run(Client c, String prefix) throws Exception {
-            System.out.print(QuotaConfigLoader.toYaml(QuotaLayout.fromValues(prefix, read(c, prefix))));
+            System.out.print(QuotaConfigLoader.toYaml(QuotaLayout.fromValues(prefix, read(c, prefix, etcd.maxValueBytes))));
             return 0;
         }
     }
@@ -195,6 +381,7 @@ final class QuotaCommand {
         @Override
         int run(Client c, String prefix) throws Exception {
             int df = QuotaConfigLoader.parseFactor(factor, "factor");
+            refuseDuringImport(c, prefix);
             c.getKVClient().put(bytes(prefix + QuotaLayout.FACTOR), bytes(Integer.toString(df))).get(TIMEOUT_S, TimeUnit.SECONDS);
             System.out.println("factor set to " + df);
             return 0;

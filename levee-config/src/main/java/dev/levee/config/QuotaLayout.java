@@ -23,7 +23,7 @@ import java.util.TreeMap;
  * <tr><td>{@code resources/<bucket>}</td><td>{@code {quota, prefixes}}</td></tr>
  * </table>
  *
- * <p>Keys under {@code limiters/} (membership) are ignored; any other key is an error naming it.
+ * <p>Keys under {@code limiters/} (membership) and the import marker {@code import} are ignored; any other key is an error naming it.
  * Each value is validated with the same rules as the single-file form; errors name the etcd key.
  */
 public final class QuotaLayout {
@@ -38,13 +38,18 @@ public final class QuotaLayout {
     public static final String RESOURCES = "resources/";
     /** Relative key prefix of limiter membership (not quota data). */
     public static final String LIMITERS = "limiters/";
+    /**
+     * Relative key of the import marker (not quota data): present while {@code levee quota import}
+     * writes its chunks; quota sources hold updates while it exists (docs/decisions.md, "Import").
+     */
+    public static final String IMPORT = "import";
 
     private QuotaLayout() {
     }
 
-    /** Returns whether a relative key holds quota data (and not membership). */
+    /** Returns whether a relative key holds quota data (and not membership or the import marker). */
     public static boolean isQuotaKey(String relativeKey) {
-        return !relativeKey.startsWith(LIMITERS);
+        return !relativeKey.startsWith(LIMITERS) && !relativeKey.equals(IMPORT);
     }
 
     /**
@@ -56,11 +61,40 @@ public final class QuotaLayout {
      * @throws QuotaConfigException naming each etcd key and field at fault
      */
     public static QuotaConfig fromValues(String prefix, Map<String, String> values) {
+        return fromValues(prefix, values, null);
+    }
+
+    /**
+     * Remembers parsed {@code resources/<bucket>} values between builds, so that rebuilding a large
+     * configuration after one change parses only the changed values. Not thread-safe: one per source,
+     * used by the thread that applies updates.
+     */
+    public static final class ParseCache {
+        private final Map<String, Map.Entry<String, ResourceQuotas>> parsed = new java.util.HashMap<>();
+
+        /** Returns the number of values held. */
+        public int size() {
+            return parsed.size();
+        }
+    }
+
+    /**
+     * Builds a configuration like {@link #fromValues(String, Map)}, reusing the parse of every
+     * resource value unchanged since the last call with the same cache.
+     *
+     * @param prefix the etcd prefix, for messages
+     * @param values relative key → YAML value
+     * @param cache  parsed values of earlier calls, updated; null for none
+     * @return the validated configuration
+     * @throws QuotaConfigException naming each etcd key and field at fault
+     */
+    public static QuotaConfig fromValues(String prefix, Map<String, String> values, ParseCache cache) {
         List<ConfigProblem> problems = new ArrayList<>();
         QuotaConfig.Builder b = QuotaConfig.builder();
         boolean haveDefault = false;
         Map<String, ResourceQuotas> resources = new TreeMap<>();
-        for (Map.Entry<String, String> e : new TreeMap<>(values).entrySet()) {
+        for (Map.Entry<String, String> e : (values instanceof java.util.SortedMap<String, String> sorted
+                && sorted.comparator() == null ? values : new TreeMap<>(values)).entrySet()) {
             String key = e.getKey();
             String full = prefix + key;
             if (!isQuotaKey(key)) {
@@ -76,7 +110,17 @@ public final class QuotaLayout {
                     b.methodsDefault(QuotaConfigLoader.parseMethods(e.getValue(), full));
                 } else if (key.startsWith(RESOURCES) && key.length() > RESOURCES.length()) {
                     String bucket = key.substring(RESOURCES.length());
-                    resources.put(bucket, QuotaConfigLoader.parseResource(bucket, e.getValue(), full));
+                    Map.Entry<String, ResourceQuotas> hit = cache == null ? null : cache.parsed.get(key);
+                    ResourceQuotas r;
+                    if (hit != null && hit.getKey().equals(e.getValue())) {
+                        r = hit.getValue();
+                    } else {
+                        r = QuotaConfigLoader.parseResource(bucket, e.getValue(), full);
+                        if (cache != null) {
+                            cache.parsed.put(key, Map.entry(e.getValue(), r));
+                        }
+                    }
+                    resources.put(bucket, r);
                 } else {
                     problems.add(new ConfigProblem(full, "key", null, "unknown key: expected " + prefix + FACTOR + ", "
                             + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT + " or " + prefix + RESOURCES + "<bucket>"));
@@ -84,6 +128,9 @@ public final class QuotaLayout {
             } catch (QuotaConfigException ex) {
                 problems.addAll(ex.problems());
             }
+        }
+        if (cache != null && cache.parsed.size() > resources.size()) {
+            cache.parsed.keySet().removeIf(k -> !values.containsKey(k));
         }
         if (!haveDefault && problems.stream().noneMatch(p -> p.location().equals(prefix + DEFAULT))) {
             problems.add(new ConfigProblem(prefix + DEFAULT, "key", null, "missing: the default quota is required"));

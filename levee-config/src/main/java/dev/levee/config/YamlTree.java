@@ -26,9 +26,23 @@ import java.util.regex.Pattern;
  */
 final class YamlTree {
 
+    /**
+     * Largest document, in code points: 128 Mi. SnakeYAML's default of 3 Mi is a single-file form of
+     * about 50 000 small buckets; a site with 100 000 buckets and prefix rules needs tens of MiB
+     * (issue 10, defect 3). etcd values are held to {@code --etcd-max-value-size} before they get here.
+     */
+    static final int MAX_CODE_POINTS = 128 << 20;
+
     private static final YAMLFactory FACTORY = YAMLFactory.builder()
             .enable(YAMLParser.Feature.EMPTY_STRING_AS_NULL) // "key:" is empty, "key: ''" is a string
+            .loaderOptions(loaderOptions())
             .build();
+
+    private static org.yaml.snakeyaml.LoaderOptions loaderOptions() {
+        org.yaml.snakeyaml.LoaderOptions o = new org.yaml.snakeyaml.LoaderOptions();
+        o.setCodePointLimit(MAX_CODE_POINTS);
+        return o;
+    }
     private static final Pattern CLASS_NAME = Pattern.compile("\\b[a-z][a-z0-9_]*\\.[a-z][a-z0-9_]*\\.[A-Za-z_$]|<[a-z]+\\.[a-z]");
     private static final String CORE_TAG = "tag:yaml.org,2002:";
 

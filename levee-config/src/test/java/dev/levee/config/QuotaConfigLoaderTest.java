@@ -50,6 +50,16 @@ class QuotaConfigLoaderTest {
     }
 
     @Test
+    void aSingleFileOfEightyThousandBucketsAboveSnakeYamlsThreeMebiCodePointDefaultParses() {
+        StringBuilder b = new StringBuilder("default: {rate: 1000, burst: 100}\nresources:\n");
+        for (int i = 0; i < 80_000; i++) {
+            b.append("  bucket-").append(i).append(": {quota: {rate: 2, burst: 1}}\n");
+        }
+        assertThat(b.length()).isGreaterThan(3 << 20);
+        assertThat(QuotaConfigLoader.parse(b.toString(), "big.yaml").resources()).hasSize(80_000);
+    }
+
+    @Test
     void loadsTheSeedExample() {
         assertThat(QuotaConfigLoader.load(fixture("good/example-quotas.yaml"))).isEqualTo(seedExample());
     }

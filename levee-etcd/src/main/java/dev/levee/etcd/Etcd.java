@@ -13,6 +13,21 @@ public final class Etcd {
     /** Default key prefix of Levee's data in etcd (SPEC.md §4). */
     public static final String DEFAULT_PREFIX = "/levee";
 
+    /**
+     * Default largest gRPC message the client accepts from etcd, in bytes: 16 MiB (gRPC's own default
+     * is 4 MiB). Above etcd's recommended largest request (10 MiB), so any single value etcd accepted
+     * can be read; snapshots are paginated and a larger watch response makes the reader fall back to a
+     * paginated snapshot (docs/decisions.md, "etcd data size").
+     */
+    public static final int DEFAULT_MAX_MESSAGE_BYTES = 16 << 20;
+
+    /**
+     * Default largest quota value Levee accepts, in bytes: 64 KiB. A larger value is refused by
+     * {@code levee quota set/import} and, when written into etcd by other means, refused with its key
+     * named by the quota source (the last good configuration stays).
+     */
+    public static final int DEFAULT_MAX_VALUE_BYTES = 64 << 10;
+
     private Etcd() {
     }
 
@@ -59,7 +74,24 @@ public final class Etcd {
      * @return a new client (close it)
      */
     public static Client client(List<String> endpoints) {
+        return client(endpoints, DEFAULT_MAX_MESSAGE_BYTES);
+    }
+
+    /**
+     * Builds a client like {@link #client(List)} with a chosen inbound message limit.
+     *
+     * @param endpoints       endpoint URIs
+     * @param maxMessageBytes largest gRPC message accepted from etcd, in bytes, ≥ 64 KiB
+     *                        (default {@link #DEFAULT_MAX_MESSAGE_BYTES})
+     * @return a new client (close it)
+     * @throws IllegalArgumentException when {@code maxMessageBytes} is below 64 KiB
+     */
+    public static Client client(List<String> endpoints, int maxMessageBytes) {
+        if (maxMessageBytes < 64 << 10) {
+            throw new IllegalArgumentException("etcd max message size must be >= 64 KiB, got " + maxMessageBytes + " bytes");
+        }
         return Client.builder()
+                .maxInboundMessageSize(maxMessageBytes)
                 .endpoints(endpoints.toArray(String[]::new))
                 .connectTimeout(Duration.ofSeconds(2))
                 .keepaliveTime(Duration.ofSeconds(5))
@@ -77,6 +109,41 @@ public final class Etcd {
             p = "/" + p;
         }
         return p.endsWith("/") ? p : p + "/";
+    }
+
+    /**
+     * Returns whether a failure is gRPC's RESOURCE_EXHAUSTED (a message above the inbound limit),
+     * anywhere in its cause chain.
+     */
+    public static boolean messageTooLarge(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (io.grpc.Status.fromThrowable(c).getCode() == io.grpc.Status.Code.RESOURCE_EXHAUSTED
+                    || c instanceof io.etcd.jetcd.common.exception.EtcdException e
+                    && e.getErrorCode() == io.etcd.jetcd.common.exception.ErrorCode.RESOURCE_EXHAUSTED
+                    || String.valueOf(c.getMessage()).contains("exceeds maximum size")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Describes a value above the value limit, for a refusal naming its key.
+     *
+     * @param fullKey  the etcd key
+     * @param size     the value's size in bytes
+     * @param maxBytes the limit in bytes
+     * @return the problem, for example {@code /levee/resources/b: value of 5242880 bytes exceeds the
+     *         limit of 65536 bytes (--etcd-max-value-size)}
+     */
+    public static dev.levee.quota.ConfigProblem oversized(String fullKey, long size, long maxBytes) {
+        return new dev.levee.quota.ConfigProblem(fullKey, "", null, "value of " + size + " bytes exceeds the limit of "
+                + maxBytes + " bytes (--etcd-max-value-size)");
+    }
+
+    static dev.levee.quota.ConfigProblem tooLarge(String fullKey) {
+        return new dev.levee.quota.ConfigProblem(fullKey, "", null,
+                "value exceeds the etcd client's message limit (--etcd-max-message-size), so it cannot be read");
     }
 
     static ByteSequence bytes(String s) {

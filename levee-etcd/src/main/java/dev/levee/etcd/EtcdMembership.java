@@ -7,8 +7,6 @@ import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
 import io.etcd.jetcd.common.exception.CompactedException;
-import io.etcd.jetcd.kv.GetResponse;
-import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.WatchOption;
 import io.etcd.jetcd.watch.WatchEvent;
 import io.etcd.jetcd.watch.WatchResponse;
@@ -27,7 +25,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Serves limiter membership from etcd (SPEC.md §7): watches {@code <prefix>limiters/} and keeps the
- * list with etcd's revision; the factor comes from the quota source. Values are
+ * list with etcd's revision (loaded in pages at one revision, {@link EtcdSnapshot}); the factor comes from the quota source. Values are
  * {@code {"address": "host:port"}}; a malformed value is logged and the member skipped.
  */
 public final class EtcdMembership implements MembershipSource, AutoCloseable {
@@ -73,14 +71,18 @@ public final class EtcdMembership implements MembershipSource, AutoCloseable {
 
     private boolean load() {
         try {
-            GetResponse r = client.getKVClient().get(Etcd.bytes(prefix), GetOption.builder().isPrefix(true).build())
-                    .get(10, TimeUnit.SECONDS);
+            EtcdSnapshot r = EtcdSnapshot.read(client, prefix, Etcd.DEFAULT_MAX_VALUE_BYTES, EtcdSnapshot.DEFAULT_PAGE_KEYS,
+                    10_000);
             synchronized (this) {
                 members.clear();
-                for (KeyValue kv : r.getKvs()) {
-                    put(kv);
+                r.values().forEach(this::put);
+                for (String id : r.oversized().keySet()) {
+                    LOG.warn("ignoring oversized limiter entry {}{}", prefix, dev.levee.runtime.LogText.escape(id));
                 }
-                revision = r.getHeader().getRevision();
+                for (String id : r.tooLarge()) {
+                    LOG.warn("ignoring oversized limiter entry {}{}", prefix, dev.levee.runtime.LogText.escape(id));
+                }
+                revision = r.revision();
             }
             watchFrom(revision + 1);
             return true;
@@ -94,8 +96,17 @@ public final class EtcdMembership implements MembershipSource, AutoCloseable {
     }
 
     private void put(KeyValue kv) {
-        String id = Etcd.string(kv.getKey()).substring(prefix.length());
-        Matcher m = ADDRESS.matcher(Etcd.string(kv.getValue()));
+        if (kv.getValue().size() > Etcd.DEFAULT_MAX_VALUE_BYTES) {
+            String id = Etcd.string(kv.getKey()).substring(prefix.length());
+            LOG.warn("ignoring oversized limiter entry {}{}", prefix, dev.levee.runtime.LogText.escape(id));
+            members.remove(id);
+            return;
+        }
+        put(Etcd.string(kv.getKey()).substring(prefix.length()), Etcd.string(kv.getValue()));
+    }
+
+    private void put(String id, String value) {
+        Matcher m = ADDRESS.matcher(value);
         if (id.isEmpty() || !m.matches()) {
             LOG.warn("ignoring malformed limiter entry {}{}", prefix, dev.levee.runtime.LogText.escape(id));
             members.remove(id);
@@ -133,7 +144,10 @@ public final class EtcdMembership implements MembershipSource, AutoCloseable {
         if (closed) {
             return;
         }
-        if (t instanceof CompactedException || String.valueOf(t.getMessage()).contains("compacted")) {
+        if (t instanceof CompactedException || String.valueOf(t.getMessage()).contains("compacted")
+                || Etcd.messageTooLarge(t)) {
+            // a revision compacted away, or a watch response above the client's message limit: re-read a
+            // paginated snapshot and watch from the revision after it
             timer.execute(() -> {
                 if (!load()) {
                     timer.schedule(this::load, 1, TimeUnit.SECONDS);

@@ -22,9 +22,11 @@ public final class EmbeddedEtcd implements AutoCloseable {
     private final int clientPort;
     private final int peerPort;
     private final Path logFile;
+    private final List<String> extraArgs;
     private Process process;
 
-    private EmbeddedEtcd(Path dataDir, int clientPort, int peerPort) {
+    private EmbeddedEtcd(Path dataDir, int clientPort, int peerPort, List<String> extraArgs) {
+        this.extraArgs = List.copyOf(extraArgs);
         this.dataDir = dataDir;
         this.clientPort = clientPort;
         this.peerPort = peerPort;
@@ -51,12 +53,24 @@ public final class EmbeddedEtcd implements AutoCloseable {
      * @throws IllegalStateException when etcd is not installed or does not become healthy in 20 s
      */
     public static EmbeddedEtcd start() {
+        return start(List.of());
+    }
+
+    /**
+     * Starts etcd with extra command-line flags (for example {@code --max-request-bytes 8388608}) and
+     * waits until it answers on its client port.
+     *
+     * @param extraArgs flags appended to etcd's command line
+     * @return the running etcd
+     * @throws IllegalStateException when etcd is not installed or does not become healthy in 20 s
+     */
+    public static EmbeddedEtcd start(List<String> extraArgs) {
         if (binary() == null) {
             throw new IllegalStateException("etcd is not installed: apt-get install -y etcd-server");
         }
         try {
             Path dir = Files.createTempDirectory("levee-etcd-");
-            EmbeddedEtcd e = new EmbeddedEtcd(dir.resolve("data"), freePort(), freePort());
+            EmbeddedEtcd e = new EmbeddedEtcd(dir.resolve("data"), freePort(), freePort(), extraArgs);
             e.launch();
             return e;
         } catch (IOException ex) {
@@ -71,11 +85,12 @@ public final class EmbeddedEtcd implements AutoCloseable {
         }
         String client = "http://127.0.0.1:" + clientPort;
         String peer = "http://127.0.0.1:" + peerPort;
-        List<String> cmd = List.of(binary().toString(), "--name", "levee", "--data-dir", dataDir.toString(),
+        List<String> cmd = new java.util.ArrayList<>(List.of(binary().toString(), "--name", "levee", "--data-dir", dataDir.toString(),
                 "--listen-client-urls", client, "--advertise-client-urls", client,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                 "--initial-cluster", "levee=" + peer, "--initial-cluster-state", "new",
-                "--auto-compaction-retention", "0");
+                "--auto-compaction-retention", "0"));
+        cmd.addAll(extraArgs);
         try {
             process = new ProcessBuilder(cmd).redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile())).start();
