@@ -90,7 +90,7 @@ class MainTest {
             limiter --id l1 --heartbeat soon               | not a duration
             gateway --backend 127.0.0.1:9 --on-failure maybe | maybe
             gateway --backend 127.0.0.1:9 --request-header-timeout soon | not a duration
-            gateway --backend 127.0.0.1:9 --no-enforce --request-body-timeout 0s | '--request-body-timeout': duration '0s' must be positive
+            gateway --backend 127.0.0.1:9 --no-enforce --request-body-timeout 0s | must be positive
             gateway --backend 127.0.0.1:9 --min-body-rate fast | fast
             observer --log-target carrier-pigeon           | udp://
             demo --load-factor -1                          | load-factor
