@@ -886,9 +886,12 @@ class GatewayGovernanceIT {
     }
 
     /**
-     * A PUT to a bucket that does not exist (issue 10, defect 5): S3Proxy answers {@code 404
-     * NoSuchBucket} before it reads the body; through the gateway the SDK gets the same answer
-     * every time, never a {@code 502} it would retry with the whole body.
+     * A PUT to a bucket that does not exist (issue 10, defect 5). With a signed payload S3Proxy
+     * answers {@code 404 NoSuchBucket} without wanting the body, and the gateway relays it every
+     * time. With aws-chunked streaming S3Proxy wants the body ({@code 100 Continue}), then answers
+     * 404 and resets the connection with most of it unread: the SDK straight to S3Proxy gets
+     * {@code Broken pipe} every time, the gateway relays the 404 whenever it reads it before the
+     * reset (measured). The deterministic regression test is {@code EarlyBackendAnswerTest}.
      */
     @Nested
     @TestInstance(TestInstance.Lifecycle.PER_CLASS)
