@@ -71,6 +71,9 @@ import org.slf4j.LoggerFactory;
  *   <li>Governance on: {@code PutObject}, {@code UploadPart}, {@code PostObject} wait for a
  *       mutating-upload slot of their principal, {@code GetObject} for a download slot; a full
  *       queue or the wait's timeout is {@code 503 SlowDown} with {@code Retry-After}.</li>
+ *   <li>A request body is sent to the backend only once the backend asked for it ({@code Expect:
+ *       100-continue} is always sent; its {@code 100 Continue} is relayed to a client that asked),
+ *       or after the continue timeout; an early answer of the backend is relayed.</li>
  *   <li>The request body, if charged ({@link TransferPolicy}), flows through a {@link GovernedPipe}
  *       of the upload governor: its first permits are taken before the backend is called (a
  *       refusal is still a clean 503), then the body is read from the client only as permits
@@ -90,9 +93,16 @@ import org.slf4j.LoggerFactory;
  * contract), on their own listener so that no bucket name is shadowed.
  *
  * <h2>Shutdown</h2>
- * {@link #stop}: new requests get 503; the admission queues and then the governors are closed
- * (waiters are answered 503, waiting permit requests fail); then in-flight requests are given
- * until the deadline; then the listeners, the backend client and the timer thread are closed.
+ * {@link #stop}: new connections are refused and new requests on open ones get 503; the admission
+ * queues are closed (waiters are answered 503); in-flight requests go on, their transfers still
+ * granted permits, until they end or the deadline; then the listeners, the backend client, the
+ * governors and the timer thread are closed.
+ *
+ * <h2>Slow and faulty clients</h2>
+ * A connection must deliver a complete request head within the request-header timeout; a request
+ * body must progress ({@link ProgressDeadline}, measured only while the gateway reads it) or it is
+ * answered {@code 400 RequestTimeout} and everything it holds is freed. Client faults (malformed
+ * heads, bad chunked framing, resets) are one DEBUG line each and counted, never an ERROR.
  */
 public final class GatewayService implements AutoCloseable {
 
@@ -1170,7 +1180,9 @@ public final class GatewayService implements AutoCloseable {
                     if (ar.failed()) {
                         LOG.warn("closing the S3 listener failed: {}", ar.cause().toString());
                     }
-                    if (inFlight() > 0) {
+                    // an exchange whose last response ended as the connection closed may not have
+                    // counted itself out yet: only the clock says whether the deadline cut anything
+                    if (inFlight() > 0 && ms >= deadline.toMillis()) {
                         LOG.warn("shutdown deadline of {} ms reached with {} requests in flight: their connections are closed",
                                 deadline.toMillis(), inFlight());
                     } else {
