@@ -1066,6 +1066,9 @@ public final class GatewayService implements AutoCloseable {
             return;
         }
         String rid = SlowDown.newRequestId();
+        if (closing) {
+            resp.putHeader("Connection", "close"); // draining: the connection carries no other request
+        }
         resp.setStatusCode(503)
                 .putHeader("Content-Type", "application/xml")
                 .putHeader("Retry-After", Long.toString(Math.max(1, retryAfter)))

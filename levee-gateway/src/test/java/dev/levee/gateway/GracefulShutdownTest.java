@@ -109,6 +109,29 @@ class GracefulShutdownTest {
     }
 
     @Test
+    void aNewRequestOnAnOpenConnectionDuringTheDrainGets503SlowDownAndConnectionClose() throws Exception {
+        start(MiB);
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+             java.net.Socket idle = new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), rig.gateway.port())) {
+            Future<HttpResponse<byte[]>> down = pool.submit(() -> download(http, 2 * MiB)); // keeps the drain going
+            await().atMost(Duration.ofSeconds(5)).until(() ->
+                    rig.gateway.readyReport().governance().bandwidth().get("download").grantedBytes() > 256 * 1024);
+            // a connection opened before the stop, whose request arrives during the drain
+            idle.getOutputStream().write("GET /bucket/obj?size=3 HTTP/1.1\r\nHost: x\r\nAuthorization: ".getBytes()
+            );
+            CompletableFuture<Void> stopped = rig.gateway.stop(Duration.ofSeconds(20)).toCompletionStage().toCompletableFuture();
+            idle.getOutputStream().write((AUTH + "\r\n\r\n").getBytes());
+            idle.setSoTimeout(5000);
+            String answer = new String(idle.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
+            assertThat(answer).startsWith("HTTP/1.1 503").containsIgnoringCase("connection: close")
+                    .contains("<Code>SlowDown</Code>");
+            assertThat(down.get(10, TimeUnit.SECONDS).body()).isEqualTo(pattern((int) (2 * MiB)));
+            stopped.get(5, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
     void anUngovernedSlowDownloadCompletesAndTheStopReturnsRightAfterIt() throws Exception {
         rig = TestGateway.start(o -> o);
         int size = (int) (4 * MiB);
