@@ -18,11 +18,20 @@ final class Daemon {
     }
 
     static int runUntilStopped(Vertx vertx, String role, Supplier<Future<?>> stop) {
+        return runUntilStopped(vertx, role, stop, java.time.Duration.ofSeconds(10));
+    }
+
+    /**
+     * Runs until SIGTERM/SIGINT, then runs {@code stop} and waits for it at most {@code stopWait}
+     * (a service with a drain deadline passes the deadline plus a margin: the process exits as soon
+     * as the stop completes, and never cuts a drain short).
+     */
+    static int runUntilStopped(Vertx vertx, String role, Supplier<Future<?>> stop, java.time.Duration stopWait) {
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             LOG.info("{} stopping", role);
             try {
-                stop.get().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+                stop.get().toCompletionStage().toCompletableFuture().get(stopWait.toMillis(), TimeUnit.MILLISECONDS);
             } catch (Exception e) {
                 LOG.warn("{} did not stop cleanly: {}", role, e.toString());
             }

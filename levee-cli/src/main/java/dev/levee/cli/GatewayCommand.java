@@ -100,8 +100,30 @@ final class GatewayCommand implements Callable<Integer> {
     List<String> baseDomains = List.of();
 
     @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "10s",
-            description = "on SIGTERM, how long in-flight requests may finish (default: ${DEFAULT-VALUE})")
+            description = "on SIGTERM, how long in-flight requests may finish; the process exits as soon as they"
+                    + " are done (default: ${DEFAULT-VALUE})")
     Duration shutdownDeadline;
+
+    @Option(names = "--request-header-timeout", converter = Converters.DurationConverter.class, defaultValue = "60s",
+            description = "longest time from a connection's accept, or the end of its previous response, to a complete"
+                    + " request head; also the idle limit of a keep-alive connection (default: ${DEFAULT-VALUE})")
+    Duration requestHeaderTimeout;
+
+    @Option(names = "--request-body-timeout", converter = Converters.DurationConverter.class, defaultValue = "30s",
+            description = "longest reading time of a request body without progress (below --min-body-rate); time"
+                    + " the gateway itself does not read (bandwidth governor, backend) does not count"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration requestBodyTimeout;
+
+    @Option(names = "--min-body-rate", converter = MinRateConverter.class, defaultValue = "1KiB/s", paramLabel = "RATE",
+            description = "rate below which a request body loses reading time; 0 = idle timeout only"
+                    + " (default: ${DEFAULT-VALUE})")
+    long minBodyRate;
+
+    @Option(names = "--backend-continue-timeout", converter = Converters.DurationConverter.class, defaultValue = "1s",
+            description = "how long a request body waits for the backend's 100 Continue before it is sent anyway"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration backendContinueTimeout;
 
     @Option(names = "--health-token-file", paramLabel = "FILE",
             description = "file whose first line is the bearer token of GET /health/ready; without it that"
@@ -176,10 +198,7 @@ final class GatewayCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        GatewayService.Options options = new GatewayService.Options(listen, admin, backend, enforce, onFailure,
-                backendTimeout, 256)
-                .withGovernance(governance())
-                .withHealthToken(healthToken());
+        GatewayService.Options options = options();
         common.apply("levee-gateway");
         warnIfSecretsAreReadable(options.governance());
         Vertx vertx = dev.levee.runtime.Http.vertx();
@@ -191,8 +210,23 @@ final class GatewayCommand implements Callable<Integer> {
                 "gateway could not start on " + listen);
         System.err.println("levee gateway listening on " + listen.host() + ":" + g.port() + " -> " + backend
                 + (options.governance().enabled() ? " (bandwidth governance on)" : ""));
+        // the hook waits for the drain (at most the deadline) and a margin for closing the rest
         return Daemon.runUntilStopped(vertx, "gateway", () -> g.stop(shutdownDeadline)
-                .compose(v -> client == null ? Future.succeededFuture() : client.stop()));
+                .compose(v -> client == null ? Future.succeededFuture() : client.stop()), shutdownDeadline.plusSeconds(5));
+    }
+
+    /** Builds the gateway's settings from the flags, or explains in one line why it cannot. */
+    GatewayService.Options options() {
+        try {
+            return new GatewayService.Options(listen, admin, backend, enforce, onFailure, backendTimeout, 256)
+                    .withGovernance(governance())
+                    .withHealthToken(healthToken())
+                    .withClientDeadlines(new GatewayService.ClientDeadlines(requestHeaderTimeout, requestBodyTimeout,
+                            minBodyRate))
+                    .withContinueTimeout(backendContinueTimeout);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
     }
 
     /** Builds the governance settings, or explains in one line why it cannot. */
@@ -277,6 +311,18 @@ final class GatewayCommand implements Callable<Integer> {
                             + GovernorConfig.MIN_RATE_BYTES_PER_SECOND + " B/s and 1TiB/s");
                 }
                 return rate;
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
+    /** Bytes per second with units, 0 or more (a floor, so any positive value is allowed); see {@link ByteUnits#parseRate}. */
+    static final class MinRateConverter implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            try {
+                return ByteUnits.parseRate(value);
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.TypeConversionException(e.getMessage());
             }

@@ -89,6 +89,9 @@ class MainTest {
             limiter --id l1 --listen 127.0.0.1:70000       | out of range
             limiter --id l1 --heartbeat soon               | not a duration
             gateway --backend 127.0.0.1:9 --on-failure maybe | maybe
+            gateway --backend 127.0.0.1:9 --request-header-timeout soon | not a duration
+            gateway --backend 127.0.0.1:9 --no-enforce --request-body-timeout 0s | must be positive
+            gateway --backend 127.0.0.1:9 --min-body-rate fast | fast
             observer --log-target carrier-pigeon           | udp://
             demo --load-factor -1                          | load-factor
             limiter                                        | --id
@@ -117,6 +120,27 @@ class MainTest {
         assertThat(r.status()).isNotZero();
         assertThat(r.err()).contains("accounts.svc.keys[1].secret: is empty").doesNotContain("fine-secret-value")
                 .doesNotContain("\tat ");
+    }
+
+    @Test
+    void gatewayClientDeadlineFlagsReachTheGatewaysSettingsWithDocumentedDefaults() {
+        GatewayCommand defaults = new GatewayCommand();
+        new picocli.CommandLine(defaults).parseArgs("--backend", "127.0.0.1:9", "--no-enforce");
+        dev.levee.gateway.GatewayService.Options d = defaults.options();
+        assertThat(d.clientDeadlines()).isEqualTo(dev.levee.gateway.GatewayService.ClientDeadlines.DEFAULTS);
+        assertThat(d.clientDeadlines().requestHeaderTimeout()).isEqualTo(java.time.Duration.ofSeconds(60));
+        assertThat(d.clientDeadlines().requestBodyTimeout()).isEqualTo(java.time.Duration.ofSeconds(30));
+        assertThat(d.clientDeadlines().minBodyRate()).isEqualTo(1024);
+        assertThat(d.continueTimeout()).isEqualTo(java.time.Duration.ofSeconds(1));
+        assertThat(defaults.shutdownDeadline).isEqualTo(java.time.Duration.ofSeconds(10));
+
+        GatewayCommand set = new GatewayCommand();
+        new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--no-enforce", "--request-header-timeout", "5s",
+                "--request-body-timeout", "7s", "--min-body-rate", "2KiB/s", "--backend-continue-timeout", "250ms");
+        dev.levee.gateway.GatewayService.Options o = set.options();
+        assertThat(o.clientDeadlines()).isEqualTo(new dev.levee.gateway.GatewayService.ClientDeadlines(
+                java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(7), 2048));
+        assertThat(o.continueTimeout()).isEqualTo(java.time.Duration.ofMillis(250));
     }
 
     @Test

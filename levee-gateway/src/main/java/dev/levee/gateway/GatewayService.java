@@ -18,12 +18,15 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.MultiMap;
 import io.vertx.core.Promise;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.streams.Pipe;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientAgent;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpClientRequest;
 import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
@@ -44,6 +47,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -67,6 +71,9 @@ import org.slf4j.LoggerFactory;
  *   <li>Governance on: {@code PutObject}, {@code UploadPart}, {@code PostObject} wait for a
  *       mutating-upload slot of their principal, {@code GetObject} for a download slot; a full
  *       queue or the wait's timeout is {@code 503 SlowDown} with {@code Retry-After}.</li>
+ *   <li>A request body is sent to the backend only once the backend asked for it ({@code Expect:
+ *       100-continue} is always sent; its {@code 100 Continue} is relayed to a client that asked),
+ *       or after the continue timeout; an early answer of the backend is relayed.</li>
  *   <li>The request body, if charged ({@link TransferPolicy}), flows through a {@link GovernedPipe}
  *       of the upload governor: its first permits are taken before the backend is called (a
  *       refusal is still a clean 503), then the body is read from the client only as permits
@@ -86,9 +93,16 @@ import org.slf4j.LoggerFactory;
  * contract), on their own listener so that no bucket name is shadowed.
  *
  * <h2>Shutdown</h2>
- * {@link #stop}: new requests get 503; the admission queues and then the governors are closed
- * (waiters are answered 503, waiting permit requests fail); then in-flight requests are given
- * until the deadline; then the listeners, the backend client and the timer thread are closed.
+ * {@link #stop}: new connections are refused and new requests on open ones get 503; the admission
+ * queues are closed (waiters are answered 503); in-flight requests go on, their transfers still
+ * granted permits, until they end or the deadline; then the listeners, the backend client, the
+ * governors and the timer thread are closed.
+ *
+ * <h2>Slow and faulty clients</h2>
+ * A connection must deliver a complete request head within the request-header timeout; a request
+ * body must progress ({@link ProgressDeadline}, measured only while the gateway reads it) or it is
+ * answered {@code 400 RequestTimeout} and everything it holds is freed. Client faults (malformed
+ * heads, bad chunked framing, resets) are one DEBUG line each and counted, never an ERROR.
  */
 public final class GatewayService implements AutoCloseable {
 
@@ -100,6 +114,11 @@ public final class GatewayService implements AutoCloseable {
      * costs a write and a flush per 8 KiB on the other connection (docs/BENCHMARKS.md).
      */
     private static final int BODY_CHUNK_BYTES = 64 * 1024;
+    /**
+     * Longest time, ms, the gateway reads and discards the rest of a request body after answering
+     * it early, before it closes the connection (closeAfterLinger).
+     */
+    private static final long LINGER_MILLIS = 2_000;
     /** Seconds a client is told to wait after a governance refusal (Retry-After). */
     private static final long RETRY_AFTER_SECONDS = 1;
 
@@ -109,6 +128,39 @@ public final class GatewayService implements AutoCloseable {
         ALLOW,
         /** Refuse it with 503 SlowDown. */
         DENY
+    }
+
+    /**
+     * How long the gateway waits for a slow client (issue 10, defect 6): every one frees what the
+     * request holds (its admission slot, its permits, its backend connection) and is counted.
+     *
+     * @param requestHeaderTimeout the longest time from a connection's accept, or from the end of
+     *                             its previous response, to a complete request head (request line
+     *                             and headers); also the idle limit of a keep-alive connection
+     *                             (default 60 s, as NGINX's {@code client_header_timeout})
+     * @param requestBodyTimeout   the longest time the gateway reads a request body without
+     *                             progress (default 30 s); time the gateway itself does not read
+     *                             (the governor withholding permits, the backend's connection
+     *                             full, {@code 100 Continue} not yet sent) does not count
+     * @param minBodyRate          the rate, bytes/s, below which a body loses reading time (default
+     *                             1 KiB/s; 0 = idle timeout only); see {@link ProgressDeadline}
+     */
+    public record ClientDeadlines(Duration requestHeaderTimeout, Duration requestBodyTimeout, long minBodyRate) {
+        /** The defaults: 60 s, 30 s, 1 KiB/s. */
+        public static final ClientDeadlines DEFAULTS = new ClientDeadlines(Duration.ofSeconds(60), Duration.ofSeconds(30), 1024);
+
+        /** Validates. @throws IllegalArgumentException when a timeout is not positive or the rate is negative */
+        public ClientDeadlines {
+            if (requestHeaderTimeout.isNegative() || requestHeaderTimeout.isZero()) {
+                throw new IllegalArgumentException("the request header timeout must be positive");
+            }
+            if (requestBodyTimeout.isNegative() || requestBodyTimeout.isZero()) {
+                throw new IllegalArgumentException("the request body timeout must be positive");
+            }
+            if (minBodyRate < 0) {
+                throw new IllegalArgumentException("the minimum body rate must be >= 0");
+            }
+        }
     }
 
     /**
@@ -124,10 +176,16 @@ public final class GatewayService implements AutoCloseable {
      * @param governance     bandwidth governors and admission; {@link GovernanceSettings#off()} by default
      * @param healthToken    the bearer token of {@code GET /health/ready}; null = that endpoint
      *                       answers 401 to everyone
+     * @param clientDeadlines how long slow clients are waited for; {@link ClientDeadlines#DEFAULTS} by default
+     * @param continueTimeout how long a request body waits for the backend's {@code 100 Continue}
+     *                        before it is sent anyway (default 1 s, {@link #DEFAULT_CONTINUE_TIMEOUT})
      */
     public record Options(HostPort listen, HostPort admin, HostPort backend, boolean enforce, OnFailure onFailure,
                           Duration backendTimeout, int maxConnections, GovernanceSettings governance,
-                          String healthToken) {
+                          String healthToken, ClientDeadlines clientDeadlines, Duration continueTimeout) {
+        /** The default continue timeout: 1 s (as curl waits for 100 Continue). */
+        public static final Duration DEFAULT_CONTINUE_TIMEOUT = Duration.ofSeconds(1);
+
         /** Validates. @throws IllegalArgumentException when a value is out of range */
         public Options {
             if (backendTimeout.isNegative() || backendTimeout.isZero()) {
@@ -137,6 +195,10 @@ public final class GatewayService implements AutoCloseable {
                 throw new IllegalArgumentException("max connections must be >= 1");
             }
             java.util.Objects.requireNonNull(governance, "governance");
+            java.util.Objects.requireNonNull(clientDeadlines, "clientDeadlines");
+            if (continueTimeout.isNegative() || continueTimeout.isZero()) {
+                throw new IllegalArgumentException("the continue timeout must be positive");
+            }
             if (listen.port() != 0 && listen.port() == admin.port() && listen.host().equals(admin.host())) {
                 throw new IllegalArgumentException("the S3 listener and the admin listener cannot share " + listen);
             }
@@ -148,17 +210,32 @@ public final class GatewayService implements AutoCloseable {
         /** Settings without governance and without a health token (the gateway of issue 2). */
         public Options(HostPort listen, HostPort admin, HostPort backend, boolean enforce, OnFailure onFailure,
                        Duration backendTimeout, int maxConnections) {
-            this(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, GovernanceSettings.off(), null);
+            this(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, GovernanceSettings.off(), null,
+                    ClientDeadlines.DEFAULTS, DEFAULT_CONTINUE_TIMEOUT);
         }
 
         /** Returns these settings with {@code governance}. */
         public Options withGovernance(GovernanceSettings settings) {
-            return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, settings, healthToken);
+            return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, settings, healthToken,
+                    clientDeadlines, continueTimeout);
         }
 
         /** Returns these settings with the bearer token of {@code /health/ready}. */
         public Options withHealthToken(String token) {
-            return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance, token);
+            return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance, token,
+                    clientDeadlines, continueTimeout);
+        }
+
+        /** Returns these settings with the slow-client deadlines {@code deadlines}. */
+        public Options withClientDeadlines(ClientDeadlines deadlines) {
+            return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance,
+                    healthToken, deadlines, continueTimeout);
+        }
+
+        /** Returns these settings with the continue timeout {@code timeout}. */
+        public Options withContinueTimeout(Duration timeout) {
+            return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance,
+                    healthToken, clientDeadlines, timeout);
         }
     }
 
@@ -173,8 +250,14 @@ public final class GatewayService implements AutoCloseable {
     private final byte[] healthToken;
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
     private final AtomicInteger inFlight = new AtomicInteger();
-    private volatile Promise<Void> drained;
+    /** The S3 listener's open connections and what they wait for; each entry is used on its connection's loop. */
+    private final Map<HttpConnection, Conn> connections = new ConcurrentHashMap<>();
+    private final LongAdder headerTimeouts = new LongAdder();
+    private final LongAdder bodyTimeouts = new LongAdder();
+    private final LongAdder malformedRequests = new LongAdder();
+    private final LongAdder connectionErrors = new LongAdder();
     private volatile boolean closing;
+    private Future<Void> stopped;
     private HttpServer s3Server;
     private HttpServer adminServer;
 
@@ -216,7 +299,7 @@ public final class GatewayService implements AutoCloseable {
                 .setMaxChunkSize(BODY_CHUNK_BYTES)
                 .setHandle100ContinueAutomatically(false)
                 .setHttp2ClearTextEnabled(false);
-        return Http.listen(vertx, s3Options, g::proxy)
+        return g.listenS3(s3Options)
                 .compose(s -> {
                     g.s3Server = s;
                     return Http.listen(vertx, options.admin(), g::admin);
@@ -236,6 +319,87 @@ public final class GatewayService implements AutoCloseable {
                         g.governance.close();
                     }
                 });
+    }
+
+    /**
+     * Starts the S3 listener on an event loop of its own (as {@link Http#listen} does), with the
+     * handlers that watch its connections: the request-head deadline, malformed requests and
+     * connection errors (one DEBUG line each, counted; never an ERROR with a stack trace).
+     */
+    private Future<HttpServer> listenS3(HttpServerOptions s3Options) {
+        Promise<HttpServer> bound = Promise.promise();
+        vertx.deployVerticle(new VerticleBase() {
+            @Override
+            public Future<?> start() {
+                return vertx.createHttpServer(s3Options)
+                        .connectionHandler(GatewayService.this::connected)
+                        .invalidRequestHandler(GatewayService.this::invalidRequest)
+                        .exceptionHandler(e -> connectionError(null, e))
+                        .requestHandler(GatewayService.this::proxy)
+                        .listen().onComplete(bound);
+            }
+        }).onFailure(bound::tryFail);
+        return bound.future();
+    }
+
+    // ---------------------------------------------------------------- client connections
+
+    /** One client connection: the timer of its request-head deadline. Used on its event loop only. */
+    private final class Conn {
+        final HttpConnection connection;
+        long headTimer = -1;
+
+        Conn(HttpConnection connection) {
+            this.connection = connection;
+        }
+
+        /** Waits for a complete request head: from the accept, or from the end of the previous response. */
+        void awaitHead() {
+            cancelHead();
+            headTimer = vertx.setTimer(options.clientDeadlines().requestHeaderTimeout().toMillis(), t -> {
+                headTimer = -1;
+                headerTimeouts.increment();
+                count("header_timeout");
+                LOG.debug("closing a connection from {}: no complete request head within {} ms",
+                        connection.remoteAddress(), options.clientDeadlines().requestHeaderTimeout().toMillis());
+                connection.close();
+            });
+        }
+
+        void cancelHead() {
+            if (headTimer >= 0) {
+                vertx.cancelTimer(headTimer);
+                headTimer = -1;
+            }
+        }
+    }
+
+    private void connected(HttpConnection c) {
+        Conn conn = new Conn(c);
+        connections.put(c, conn);
+        c.exceptionHandler(e -> connectionError(c, e));
+        c.closeHandler(v -> {
+            conn.cancelHead();
+            connections.remove(c);
+        });
+        conn.awaitHead();
+    }
+
+    /** A request whose head Netty could not decode: answered by Vert.x's default (400, 414, 431), counted. */
+    private void invalidRequest(HttpServerRequest req) {
+        malformedRequests.increment();
+        count("malformed");
+        Throwable cause = req.decoderResult() == null ? null : req.decoderResult().cause();
+        LOG.debug("malformed request from {}: {}", req.remoteAddress(),
+                LogText.escape(cause == null ? "undecodable request" : String.valueOf(cause.getMessage())));
+        HttpServerRequest.DEFAULT_INVALID_REQUEST_HANDLER.handle(req);
+    }
+
+    /** A client connection failed (reset, bad framing): one DEBUG line, counted. */
+    private void connectionError(HttpConnection c, Throwable e) {
+        connectionErrors.increment();
+        count("connection_error");
+        LOG.debug("client connection {} failed: {}", c == null ? "" : c.remoteAddress(), LogText.escape(e.toString()));
     }
 
     private static String describe(GovernanceSettings s) {
@@ -300,7 +464,9 @@ public final class GatewayService implements AutoCloseable {
     /** Returns what {@code GET /health/ready} reports now: aggregated counters, no principal ids. */
     public ReadyReport readyReport() {
         return new ReadyReport(closing ? "closing" : "ready", inFlight(),
-                governance == null ? ReadyReport.GovernanceReport.off() : governance.report());
+                governance == null ? ReadyReport.GovernanceReport.off() : governance.report(),
+                new ReadyReport.ClientFaults(headerTimeouts.sum(), bodyTimeouts.sum(), malformedRequests.sum(),
+                        connectionErrors.sum()));
     }
 
     // ---------------------------------------------------------------- S3 listener
@@ -309,18 +475,39 @@ public final class GatewayService implements AutoCloseable {
     private final class Exchange {
         final HttpServerRequest req;
         final Context context;
+        final Conn conn;
         String principal;
         S3Operation operation = S3Operation.Unknown;
         CompletableFuture<Admission> pendingAdmission;
         Admission admission;
         GovernedPipe upload;
         GovernedPipe download;
+        /** The request body as the pipes read it, with its progress deadline; null without a body. */
+        WatchedBody body;
+        ProgressDeadline bodyDeadline;
+        long bodyTimer = -1;
+        /** The plain (ungoverned) pipe of the request body, if any. */
+        Pipe<Buffer> plainPipe;
+        HttpClientRequest backendRequest;
         HttpClientRequest unfinishedBackendRequest;
+        /** Whether the request body was read to its end (or there is none). */
+        boolean bodyDone;
+        /** Whether the client was told to send its body ({@code 100 Continue}), when it asked. */
+        boolean continued;
+        boolean expectContinue;
+        /** Whether the body is being streamed to the backend (after its 100 Continue or the continue timeout). */
+        boolean proceeded;
+        long continueTimer = -1;
+        /** Answered by the gateway because of its client (too slow, bad body): the backend's answer is not wanted. */
+        boolean abandoned;
+        /** The backend answered before the body was read: close the connection after the response. */
+        boolean lingerAfterResponse;
         boolean finished;
 
-        Exchange(HttpServerRequest req, Context context) {
+        Exchange(HttpServerRequest req, Context context, Conn conn) {
             this.req = req;
             this.context = context;
+            this.conn = conn;
         }
 
         boolean governed() {
@@ -333,6 +520,10 @@ public final class GatewayService implements AutoCloseable {
                 return;
             }
             finished = true;
+            stopBodyDeadline();
+            if (continueTimer >= 0) {
+                vertx.cancelTimer(continueTimer);
+            }
             if (pendingAdmission != null) {
                 pendingAdmission.cancel(false); // a slot granted meanwhile is closed by admitted()
             }
@@ -346,28 +537,44 @@ public final class GatewayService implements AutoCloseable {
                 download.abort();
             }
             if (unfinishedBackendRequest != null) {
-                unfinishedBackendRequest.reset();
+                quiet(unfinishedBackendRequest).reset();
             }
-            if (inFlight.decrementAndGet() == 0 && closing) {
-                Promise<Void> d = drained;
-                if (d != null) {
-                    d.tryComplete();
-                }
+            inFlight.decrementAndGet();
+            if (lingerAfterResponse && !req.response().closed()) {
+                closeAfterLinger(this);
+            } else if (conn != null && connections.containsKey(conn.connection) && !closing) {
+                conn.awaitHead(); // a keep-alive connection waits for its next request head
+            }
+        }
+
+        void stopBodyDeadline() {
+            if (bodyTimer >= 0) {
+                vertx.cancelTimer(bodyTimer);
+                bodyTimer = -1;
+            }
+            if (body != null) {
+                body.disarm();
             }
         }
     }
 
     private void proxy(HttpServerRequest req) {
         req.pause();
+        Conn conn = connections.get(req.connection());
+        if (conn != null) {
+            conn.cancelHead();
+        }
+        req.exceptionHandler(e -> clientFault(req, e));
         if (closing) {
             refuse(req, 1, "gateway shutting down");
             return;
         }
-        Exchange ex = new Exchange(req, vertx.getOrCreateContext());
+        Exchange ex = new Exchange(req, vertx.getOrCreateContext(), conn);
         inFlight.incrementAndGet();
         HttpServerResponse resp = req.response();
         resp.closeHandler(v -> ex.finish());
         resp.endHandler(v -> ex.finish());
+        resp.exceptionHandler(e -> LOG.debug("writing to the client failed: {}", LogText.escape(e.toString())));
         String host = req.getHeader("Host");
         if (governance != null) {
             ex.operation = governance.classify(req.method().name(), host, req.uri(), req.getHeader("x-amz-copy-source"))
@@ -452,7 +659,9 @@ public final class GatewayService implements AutoCloseable {
         HttpServerRequest req = ex.req;
         long length = contentLength(req.headers());
         boolean chunked = length < 0 && req.headers().contains("Transfer-Encoding");
-        if (ex.governed() && (length > 0 || chunked) && TransferPolicy.chargesUpload(ex.operation)) {
+        ex.bodyDone = !(length > 0 || chunked);
+        ex.expectContinue = !ex.bodyDone && "100-continue".equalsIgnoreCase(req.getHeader("Expect"));
+        if (ex.governed() && !ex.bodyDone && TransferPolicy.chargesUpload(ex.operation)) {
             try {
                 ex.upload = governance.openPipe(Direction.UPLOAD, ex.principal, ex.context);
             } catch (RefusedException e) {
@@ -503,7 +712,11 @@ public final class GatewayService implements AutoCloseable {
                 headers.add(k, v);
             }
         });
-        boolean expectContinue = "100-continue".equalsIgnoreCase(req.getHeader("Expect"));
+        if (!ex.bodyDone) {
+            // the backend decides whether the body is wanted before a byte of it is sent: an early
+            // answer (404 NoSuchBucket, 403) is then relayed rather than cut by the backend's close
+            headers.add("Expect", "100-continue");
+        }
         RequestOptions ro = new RequestOptions()
                 .setMethod(req.method())
                 .setHost(options.backend().host())
@@ -518,14 +731,18 @@ public final class GatewayService implements AutoCloseable {
                     openBackend(ex, attempt + 1);
                     return;
                 }
-                badGateway(req, ar.cause());
+                if (!ex.finished && !ex.abandoned) {
+                    badGateway(req, ar.cause());
+                }
                 return;
             }
             HttpClientRequest out = ar.result();
-            if (ex.finished) {
+            quiet(out);
+            if (ex.finished || ex.abandoned) {
                 out.reset();
                 return;
             }
+            ex.backendRequest = out;
             String host = req.getHeader("Host");
             if (host != null) {
                 out.authority(io.vertx.core.net.HostAndPort.parseAuthority(host, -1));
@@ -534,10 +751,13 @@ public final class GatewayService implements AutoCloseable {
             if (!hasLength && req.headers().contains("Transfer-Encoding")) {
                 out.setChunked(true);
             }
-            if (expectContinue && attempt == 0) {
-                resp.writeContinue();
-            }
             out.response().onComplete(rr -> {
+                if (ex.finished || ex.abandoned) {
+                    if (rr.succeeded()) {
+                        rr.result().request().reset();
+                    }
+                    return; // the client went away, or was answered already
+                }
                 if (rr.failed()) {
                     if (retriable(ex, attempt)) {
                         LOG.debug("backend request failed ({}), sending it once more", rr.cause().toString());
@@ -549,59 +769,215 @@ public final class GatewayService implements AutoCloseable {
                 }
                 relay(ex, rr.result());
             });
-            if (ex.upload != null) {
-                ex.upload.start(req, out, new GovernedPipe.Listener() {
-                    @Override
-                    public void ended() {
-                        // the backend answers; relay() takes it from there
-                    }
+            if (ex.bodyDone) {
+                req.resume(); // reads the end of a bodiless request
+                out.end();
+                return;
+            }
+            streamBody(ex, out);
+        });
+    }
 
-                    @Override
-                    public void failed(Throwable cause) {
-                        out.reset();
-                        if (cause instanceof RefusedException) {
-                            count("bandwidth_refused");
-                            refuse(req, RETRY_AFTER_SECONDS, "upload bandwidth: " + cause.getMessage());
-                        } else if (!resp.headWritten() && !resp.closed()) {
-                            badGateway(req, cause);
-                        } else {
-                            req.connection().close();
-                        }
-                    }
-                }, out::reset);
-            } else if (attempt > 0) {
-                out.end(); // a bodiless request read the first time: nothing left to pipe
-            } else {
-                req.resume();
-                req.pipeTo(out).onFailure(e -> {
-                    if (!resp.ended() && !retriable(ex, attempt)) {
-                        badGateway(req, e);
-                    }
-                });
+    /**
+     * Streams the request body to the backend under its progress deadline, once the backend asked
+     * for it ({@code 100 Continue}) or did not answer within the continue timeout: through the upload
+     * governor when charged, else as it comes. A failure of the client's side (reset, bad chunked
+     * framing) resets the backend request and is answered {@code 400}; a failure of the backend's
+     * side is left to the backend's response, which is relayed when it came (an early answer) and
+     * answered {@code 502} otherwise.
+     */
+    private void streamBody(Exchange ex, HttpClientRequest out) {
+        HttpServerRequest req = ex.req;
+        HttpServerResponse resp = req.response();
+        ClientDeadlines d = options.clientDeadlines();
+        ex.bodyDeadline = new ProgressDeadline(d.requestBodyTimeout().toNanos(), d.minBodyRate());
+        ex.body = new WatchedBody(req, ex.bodyDeadline, SystemTicker.INSTANCE::read, true, () -> {
+            ex.bodyDone = true;
+            ex.stopBodyDeadline();
+        });
+        long check = Math.max(10, Math.min(1000, d.requestBodyTimeout().toMillis() / 5));
+        ex.bodyTimer = vertx.setPeriodic(check, t -> {
+            if (ex.bodyDeadline.expired(SystemTicker.INSTANCE.read())) {
+                bodyTimedOut(ex);
             }
         });
+        // the body is read from the client only once the backend wants it (100 Continue), or after
+        // the continue timeout for a backend that ignores Expect
+        out.continueHandler(v -> proceed(ex, out));
+        out.sendHead();
+        ex.continueTimer = vertx.setTimer(options.continueTimeout().toMillis(), t -> proceed(ex, out));
+    }
+
+    /** The backend wants the body (or did not answer within the continue timeout): start streaming it. */
+    private void proceed(Exchange ex, HttpClientRequest out) {
+        HttpServerRequest req = ex.req;
+        HttpServerResponse resp = req.response();
+        if (ex.proceeded || ex.finished || ex.abandoned || resp.headWritten() || resp.ended()) {
+            return;
+        }
+        ex.proceeded = true;
+        vertx.cancelTimer(ex.continueTimer);
+        if (ex.expectContinue) {
+            ex.continued = true;
+            resp.writeContinue();
+        }
+        if (ex.upload != null) {
+            ex.upload.start(ex.body, out, new GovernedPipe.Listener() {
+                @Override
+                public void ended() {
+                    // the backend answers; relay() takes it from there
+                }
+
+                @Override
+                public void failed(Throwable cause) {
+                    if (cause instanceof RefusedException) {
+                        out.reset();
+                        count("bandwidth_refused");
+                        refuse(req, RETRY_AFTER_SECONDS, "upload bandwidth: " + cause.getMessage());
+                    } else if (ex.body.failure() != null) {
+                        clientBodyFault(ex, cause);
+                    }
+                    // else the backend's side failed: its response (or its failure) answers
+                }
+            }, out::reset);
+        } else {
+            Pipe<Buffer> pipe = ex.body.pipe();
+            pipe.endOnFailure(false); // a body cut by the client must never reach the backend as complete
+            ex.plainPipe = pipe;
+            pipe.to(out).onFailure(e -> {
+                if (ex.body.failure() != null) {
+                    clientBodyFault(ex, ex.body.failure());
+                }
+                // else the backend's side failed: its response (or its failure) answers
+            });
+        }
+    }
+
+    /** The client sent its body too slowly (SPEC.md §8 admission; issue 10): frees what the request holds. */
+    private void bodyTimedOut(Exchange ex) {
+        if (ex.finished || ex.bodyDone || ex.abandoned) {
+            ex.stopBodyDeadline();
+            return;
+        }
+        bodyTimeouts.increment();
+        count("body_timeout");
+        LOG.debug("{} {} from {}: request body too slow (under {} B/s for {} ms of reading), aborted",
+                ex.req.method(), LogText.escape(ex.req.path()), ex.req.remoteAddress(), options.clientDeadlines().minBodyRate(),
+                options.clientDeadlines().requestBodyTimeout().toMillis());
+        abandon(ex, 400, "RequestTimeout",
+                "Your socket connection to the server was not read from or written to within the timeout period.");
+    }
+
+    /**
+     * The request failed on the client's side before its body was piped (a reset while it waits
+     * for admission): one DEBUG line, counted; the close handler releases what it holds.
+     */
+    private void clientFault(HttpServerRequest req, Throwable e) {
+        connectionErrors.increment();
+        count("client_error");
+        LOG.debug("{} {} from {} failed on the client's side: {}", req.method(), LogText.escape(req.path()),
+                req.remoteAddress(), LogText.escape(e.toString()));
+    }
+
+    /** Reading the client's body failed (reset, bad chunked framing): one DEBUG line, counted. */
+    private void clientBodyFault(Exchange ex, Throwable cause) {
+        if (ex.finished || ex.abandoned) {
+            return;
+        }
+        connectionErrors.increment();
+        count("client_error");
+        LOG.debug("{} {} from {}: reading the request body failed: {}", ex.req.method(), LogText.escape(ex.req.path()),
+                ex.req.remoteAddress(), LogText.escape(cause.toString()));
+        abandon(ex, 400, "IncompleteBody", "The request body could not be read.");
+    }
+
+    /**
+     * Gives up an exchange because of its client: stops the body, resets the backend request (no
+     * object is created), answers {@code status} when the status line is not out yet, then closes
+     * the connection. The slot and permits are released when the response ends.
+     */
+    private void abandon(Exchange ex, int status, String code, String message) {
+        ex.abandoned = true;
+        ex.stopBodyDeadline();
+        if (ex.upload != null) {
+            ex.upload.detach();
+        }
+        if (ex.plainPipe != null) {
+            ex.plainPipe.close();
+            ex.req.pause();
+        }
+        if (ex.backendRequest != null) {
+            quiet(ex.backendRequest).reset();
+        }
+        HttpServerRequest req = ex.req;
+        HttpServerResponse resp = req.response();
+        if (resp.ended() || resp.closed()) {
+            return;
+        }
+        if (resp.headWritten()) {
+            req.connection().close();
+            return;
+        }
+        String rid = SlowDown.newRequestId();
+        resp.setStatusCode(status).putHeader("Content-Type", "application/xml").putHeader("x-amz-request-id", rid)
+                .putHeader("Connection", "close")
+                .end(SlowDown.xml(code, message, req.path(), rid))
+                .onComplete(v -> req.connection().close());
+    }
+
+    /**
+     * Closes a connection whose request body was not read to its end, after its response: reads
+     * and discards what the client still sends for at most {@value #LINGER_MILLIS} ms (or until the
+     * body ends), so that closing with unread bytes does not reset the connection before the client
+     * has read the answer (as NGINX's {@code lingering_close}). A client that waits for
+     * {@code 100 Continue} sent nothing: its connection is closed at once.
+     */
+    private void closeAfterLinger(Exchange ex) {
+        HttpServerRequest req = ex.req;
+        if ((ex.expectContinue && !ex.continued) || req.isEnded()) { // nothing (more) to read
+            req.connection().close();
+            return;
+        }
+        req.handler(b -> { });
+        req.exceptionHandler(e -> { });
+        req.endHandler(v -> req.connection().close());
+        req.resume();
+        vertx.setTimer(LINGER_MILLIS, t -> req.connection().close());
     }
 
     private void relay(Exchange ex, HttpClientResponse in) {
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
+        in.exceptionHandler(e -> LOG.debug("backend response failed: {}", e.toString()));
         if (resp.ended() || resp.closed() || ex.finished) {
             in.request().reset();
             return;
         }
-        if (ex.upload != null && !ex.upload.ended()) {
-            // the backend answered before the whole body was sent: stop reading it, relay the
-            // answer, then drop both connections (neither can carry another request)
-            ex.upload.detach();
+        if (!ex.bodyDone) {
+            // the backend answered before the whole body was sent (404 NoSuchBucket, 403): stop
+            // reading it, relay the answer, then close both connections (neither can carry another
+            // request); closing the client's waits for what it still sends (closeAfterLinger)
+            ex.stopBodyDeadline();
+            if (ex.upload != null) {
+                ex.upload.detach();
+            }
+            if (ex.plainPipe != null) {
+                ex.plainPipe.close();
+                req.pause();
+                quiet(ex.backendRequest);
+            }
             ex.unfinishedBackendRequest = in.request();
+            ex.lingerAfterResponse = true;
             resp.putHeader("Connection", "close");
+            LOG.debug("backend answered {} to {} {} before the request body was sent: relayed", in.statusCode(),
+                    req.method(), LogText.escape(req.path()));
         }
         long length = contentLength(in.headers());
         boolean body = req.method() != HttpMethod.HEAD && in.statusCode() >= 200 && in.statusCode() != 204
                 && in.statusCode() != 304 && length != 0;
         if (!ex.governed() || !body || !TransferPolicy.chargesDownload(ex.operation)) {
             writeHead(req, in);
-            in.pipeTo(resp).onFailure(e -> {
+            in.pipeTo(new ResponseSink(resp)).onFailure(e -> {
                 LOG.debug("response stream ended early: {}", e.toString());
                 req.connection().close();
             });
@@ -625,7 +1001,7 @@ public final class GatewayService implements AutoCloseable {
                 return;
             }
             writeHead(req, in);
-            pipe.start(in, resp, new GovernedPipe.Listener() {
+            pipe.start(in, new ResponseSink(resp), new GovernedPipe.Listener() {
                 @Override
                 public void ended() {
                     // the pipe ended the response; its end handler finishes the exchange
@@ -641,8 +1017,11 @@ public final class GatewayService implements AutoCloseable {
         });
     }
 
-    private static void writeHead(HttpServerRequest req, HttpClientResponse in) {
+    private void writeHead(HttpServerRequest req, HttpClientResponse in) {
         HttpServerResponse resp = req.response();
+        if (closing) {
+            resp.putHeader("Connection", "close"); // draining: the connection carries no other request
+        }
         resp.setStatusCode(in.statusCode());
         resp.setStatusMessage(in.statusMessage());
         in.headers().forEach((k, v) -> {
@@ -653,6 +1032,14 @@ public final class GatewayService implements AutoCloseable {
         if (!in.headers().contains("Content-Length") && req.method() != HttpMethod.HEAD) {
             resp.setChunked(true);
         }
+    }
+
+    /**
+     * Gives a backend request an exception handler that logs at DEBUG: a reset or a failure of a
+     * request no pipe watches any more must not reach Vert.x's unhandled-exception ERROR log.
+     */
+    private static HttpClientRequest quiet(HttpClientRequest out) {
+        return out.exceptionHandler(e -> LOG.debug("backend request failed: {}", e.toString()));
     }
 
     /** Returns the Content-Length, or -1 when absent or malformed. */
@@ -679,6 +1066,9 @@ public final class GatewayService implements AutoCloseable {
             return;
         }
         String rid = SlowDown.newRequestId();
+        if (closing) {
+            resp.putHeader("Connection", "close"); // draining: the connection carries no other request
+        }
         resp.setStatusCode(503)
                 .putHeader("Content-Type", "application/xml")
                 .putHeader("Retry-After", Long.toString(Math.max(1, retryAfter)))
@@ -763,32 +1153,45 @@ public final class GatewayService implements AutoCloseable {
     }
 
     /**
-     * Shuts down gracefully, in the order of SPEC.md §8 ({@code preClose}): new requests get 503;
-     * the admission queues and then the governors are closed, so waiting requests are answered 503
-     * and waiting permit requests fail; in-flight requests may finish until {@code deadline}; then
-     * the listeners and the backend client are closed and the governors' timer thread stops.
+     * Shuts down gracefully (SPEC.md §8 {@code preClose}, issue 10): the S3 listener stops
+     * accepting connections (a new connection is refused) and idle keep-alive connections close; a
+     * new request on a connection still open is answered {@code 503 SlowDown} with
+     * {@code Connection: close}; the admission queues are closed, so requests waiting for a slot are
+     * answered {@code 503} at once. Transfers in flight, governed or not, go on to their end and
+     * keep being granted permits (the governors stay open during the drain; "cancel waiting chunks"
+     * is read as: chunks of requests that hold no transfer yet). The stop completes as soon as the
+     * last in-flight exchange ended, or at {@code deadline}, when the connections still open are
+     * closed (their transfers are cut); then the admin listener, the backend client, the governors
+     * and their timer thread are closed. Idempotent: a second call returns the first call's future.
      *
-     * @param deadline the longest wait for in-flight requests
+     * @param deadline the longest wait for in-flight requests (the CLI's default: 10 s)
      * @return completes when everything is closed
      */
-    public Future<Void> stop(Duration deadline) {
-        Promise<Void> d = Promise.promise();
-        drained = d;
+    public synchronized Future<Void> stop(Duration deadline) {
+        if (stopped != null) {
+            return stopped;
+        }
         closing = true;
         if (governance != null) {
-            governance.closeGates();
+            governance.closeAdmission();
         }
-        if (inFlight.get() == 0) {
-            d.tryComplete();
-        }
-        long timer = vertx.setTimer(Math.max(1, deadline.toMillis()), t -> d.tryComplete());
-        return d.future()
-                .compose(v -> {
-                    vertx.cancelTimer(timer);
-                    if (inFlight.get() > 0) {
-                        LOG.warn("shutdown deadline reached with {} requests in flight: closing their connections", inFlight.get());
+        long t0 = System.nanoTime();
+        int atStart = inFlight();
+        stopped = s3Server.shutdown(deadline.isNegative() ? Duration.ZERO : deadline)
+                .transform(ar -> {
+                    long ms = (System.nanoTime() - t0) / 1_000_000;
+                    if (ar.failed()) {
+                        LOG.warn("closing the S3 listener failed: {}", ar.cause().toString());
                     }
-                    return s3Server.close();
+                    // an exchange whose last response ended as the connection closed may not have
+                    // counted itself out yet: only the clock says whether the deadline cut anything
+                    if (inFlight() > 0 && ms >= deadline.toMillis()) {
+                        LOG.warn("shutdown deadline of {} ms reached with {} requests in flight: their connections are closed",
+                                deadline.toMillis(), inFlight());
+                    } else {
+                        LOG.info("drained {} in-flight requests in {} ms", atStart, ms);
+                    }
+                    return Future.<Void>succeededFuture();
                 })
                 .eventually(() -> adminServer.close())
                 .eventually(() -> backend.close())
@@ -801,6 +1204,7 @@ public final class GatewayService implements AutoCloseable {
                     }
                     return Future.succeededFuture();
                 });
+        return stopped;
     }
 
     @Override

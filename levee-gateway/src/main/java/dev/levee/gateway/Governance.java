@@ -119,6 +119,16 @@ final class Governance implements AutoCloseable {
     }
 
     /**
+     * Closes the admission queues only, as a shutdown's drain begins (SPEC.md §8 {@code preClose},
+     * issue 10): every request waiting for a slot fails and is answered {@code 503 SlowDown}, every
+     * later one is refused; the governors stay open so that transfers in flight keep being granted
+     * permits until they end or the drain's deadline. Idempotent.
+     */
+    void closeAdmission() {
+        queues.values().forEach(AdmissionQueue::close);
+    }
+
+    /**
      * Closes the admission queues, then the governors (SPEC.md §8 {@code preClose}): every waiter
      * fails and is answered {@code 503 SlowDown}, every later request is refused. Idempotent.
      */

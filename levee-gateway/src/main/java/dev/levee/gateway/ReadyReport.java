@@ -17,8 +17,30 @@ import java.util.Map;
  * @param status           {@code ready}, or {@code closing} once shutdown began (then 503)
  * @param inFlightRequests S3 requests the gateway is handling now
  * @param governance       the governance counters
+ * @param clientFaults     requests and connections given up because of their client (issue 10)
  */
-public record ReadyReport(String status, int inFlightRequests, GovernanceReport governance) {
+public record ReadyReport(String status, int inFlightRequests, GovernanceReport governance, ClientFaults clientFaults) {
+
+    /** A report without client faults. */
+    public ReadyReport(String status, int inFlightRequests, GovernanceReport governance) {
+        this(status, inFlightRequests, governance, new ClientFaults(0, 0, 0, 0));
+    }
+
+    /**
+     * Totals since start of what clients did wrong (issue 10): each freed what it held and was
+     * logged as one DEBUG line.
+     *
+     * @param requestHeaderTimeouts connections closed without a complete request head within
+     *                              {@code --request-header-timeout}
+     * @param requestBodyTimeouts   requests aborted ({@code 400 RequestTimeout}) because their body
+     *                              came slower than {@code --min-body-rate} for {@code --request-body-timeout}
+     * @param malformedRequests     request heads that could not be decoded (answered 400, 414 or 431)
+     * @param clientErrors          request bodies or connections that failed on the client's side
+     *                              (reset, bad chunked framing)
+     */
+    public record ClientFaults(long requestHeaderTimeouts, long requestBodyTimeouts, long malformedRequests,
+                               long clientErrors) {
+    }
 
     /**
      * The governance section; {@code admission} and {@code bandwidth} are absent when governance

@@ -15,9 +15,13 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * A stand-in S3 backend on a free loopback port, for component tests of the gateway: it records
  * the last request's headers and body exactly as received, and serves {@code GET} bodies of
- * {@code ?size=N} bytes (byte {@code i} is {@code i % 251}), counting what it managed to write.
+ * {@code ?size=N} bytes (byte {@code i} is {@code i % 251}), counting what it managed to write;
+ * requests to {@link #MISSING_BUCKET} are answered {@code 404} before their body is read.
  */
 final class StubBackend implements AutoCloseable {
+
+    /** A bucket that does not exist: requests to it are answered 404 before their body is read. */
+    static final String MISSING_BUCKET = "missing-bucket";
 
     final Vertx vertx = Vertx.vertx();
     final HttpServer server;
@@ -25,6 +29,8 @@ final class StubBackend implements AutoCloseable {
     final AtomicReference<byte[]> lastBody = new AtomicReference<>();
     /** Bytes of GET bodies handed to the socket (write futures completed). */
     final AtomicLong written = new AtomicLong();
+    /** Requests to {@link #MISSING_BUCKET} answered before their body was read. */
+    final AtomicLong earlyAnswers = new AtomicLong();
     /** Bytes of request bodies received. */
     final AtomicLong received = new AtomicLong();
 
@@ -42,6 +48,13 @@ final class StubBackend implements AutoCloseable {
     }
 
     private void handle(HttpServerRequest req) {
+        if (req.path().startsWith("/" + MISSING_BUCKET + "/")) {
+            answerEarly(req);
+            return;
+        }
+        if ("100-continue".equalsIgnoreCase(req.getHeader("Expect"))) {
+            req.response().writeContinue(); // as S3 does once it wants the body
+        }
         if (req.method().name().equals("GET")) {
             String size = req.getParam("size");
             serve(req.response(), size == null ? 0 : Long.parseLong(size));
@@ -59,6 +72,20 @@ final class StubBackend implements AutoCloseable {
             lastBody.set(body.toByteArray());
             req.response().putHeader("ETag", "\"stub\"").end();
         });
+    }
+
+    /**
+     * As S3 answers a request to a bucket that does not exist: {@code 404 NoSuchBucket} at once,
+     * before reading the body, then the connection closes with the body unread (the kernel resets
+     * it when unread bytes are left).
+     */
+    private void answerEarly(HttpServerRequest req) {
+        earlyAnswers.incrementAndGet();
+        String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>NoSuchBucket</Code>"
+                + "<Message>The specified bucket does not exist</Message><BucketName>" + MISSING_BUCKET
+                + "</BucketName></Error>";
+        req.response().setStatusCode(404).putHeader("Content-Type", "application/xml").putHeader("Connection", "close")
+                .end(xml).onComplete(v -> req.connection().close());
     }
 
     private void serve(HttpServerResponse resp, long size) {

@@ -797,7 +797,11 @@ class GatewayGovernanceIT {
 
     // ------------------------------------------------------------------------------------------
 
-    /** Shutdown during transfers (SPEC.md §8 preClose). */
+    /**
+     * Shutdown during transfers (SPEC.md §8 preClose, issue 10 defect 4): the queued request is
+     * refused at once, the in-flight transfers keep their permits and complete byte for byte, and
+     * the stop returns as soon as they are done, well before its deadline.
+     */
     @Nested
     @TestInstance(TestInstance.Lifecycle.PER_CLASS)
     class ShuttingDown {
@@ -811,7 +815,7 @@ class GatewayGovernanceIT {
                     .principalUploadRate(MiB)
                     .principalDownloadRate(MiB)
                     .build());
-            rig.put("obj-8m", random(8 << 20, 12));
+            rig.put("obj-3m", random(3 << 20, 12));
         }
 
         @AfterAll
@@ -820,12 +824,13 @@ class GatewayGovernanceIT {
         }
 
         @Test
-        void queuesAndGovernorsCloseFirstThenInFlightRequestsEnd() throws Exception {
-            byte[] big = random(8 << 20, 13);
+        void theQueueClosesFirstThenInFlightTransfersCompleteByteForByte() throws Exception {
+            byte[] stored = random(3 << 20, 12);
+            byte[] big = random(3 << 20, 13);
             try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
-                Future<?> download = pool.submit(() -> {
-                    try (InputStream in = rig.as("AKIASVCA1").getObject(b -> b.bucket(BUCKET).key("obj-8m"))) {
-                        return in.readAllBytes().length;
+                Future<byte[]> download = pool.submit(() -> {
+                    try (InputStream in = rig.as("AKIASVCA1").getObject(b -> b.bucket(BUCKET).key("obj-3m"))) {
+                        return in.readAllBytes();
                     }
                 });
                 Future<?> upload = pool.submit(() -> rig.as("AKIASVCB").putObject(b -> b.bucket(BUCKET).key("up-1"),
@@ -851,13 +856,15 @@ class GatewayGovernanceIT {
                             assertThat(((S3Exception) e).statusCode()).isEqualTo(503);
                             assertThat(((S3Exception) e).awsErrorDetails().errorCode()).isEqualTo("SlowDown");
                         });
-                // the in-flight transfers fail on their next permit: the governors are closed
-                assertThatThrownBy(() -> download.get(5, TimeUnit.SECONDS)).isInstanceOf(java.util.concurrent.ExecutionException.class);
-                assertThatThrownBy(() -> upload.get(5, TimeUnit.SECONDS)).isInstanceOf(java.util.concurrent.ExecutionException.class);
+                // the in-flight transfers go on being granted permits and complete
+                assertThat(sha256(download.get(10, TimeUnit.SECONDS))).isEqualTo(sha256(stored));
+                upload.get(10, TimeUnit.SECONDS);
                 stopped.get(10, TimeUnit.SECONDS);
                 long took = System.nanoTime() - t0;
-                System.out.printf("shutdown with 2 transfers and 1 waiter took %d ms%n", took / 1_000_000);
-                assertThat(took).as("well before the 10 s deadline").isLessThan(TimeUnit.SECONDS.toNanos(5));
+                System.out.printf("shutdown with 2 in-flight transfers (3 MiB each at 1 MiB/s) and 1 waiter: drained in %d ms%n",
+                        took / 1_000_000);
+                assertThat(took).as("the stop returns when the transfers are done, before the 10 s deadline")
+                        .isLessThan(TimeUnit.SECONDS.toNanos(8));
             }
             ReadyReport r = rig.ready();
             assertThat(r.status()).isEqualTo("closing");
@@ -869,13 +876,106 @@ class GatewayGovernanceIT {
                 ReadyReport.BandwidthReport b = r.governance().bandwidth().get(d);
                 assertThat(b.openStreams()).as(d + " streams").isZero();
                 assertThat(b.waitingQuanta()).as(d + " waiting quanta").isZero();
-                assertThat(b.refusedClosed()).as(d + ": a waiting permit request failed by close").isPositive();
             }
             assertThat(Thread.getAllStackTraces().keySet()).as("the governors' timer thread has ended")
                     .noneMatch(t -> t.getName().equals("levee-governor-timer") && t.isAlive());
-            assertThatThrownBy(() -> rig.direct.headObject(b -> b.bucket(BUCKET).key("up-1")))
-                    .as("no partial object").isInstanceOf(S3Exception.class);
+            assertThat(sha256(rig.direct.getObjectAsBytes(b -> b.bucket(BUCKET).key("up-1")).asByteArray()))
+                    .as("the in-flight upload was stored whole").isEqualTo(sha256(big));
             assertThatThrownBy(() -> rig.direct.headObject(b -> b.bucket(BUCKET).key("up-2"))).isInstanceOf(S3Exception.class);
+        }
+    }
+
+    /**
+     * A PUT to a bucket that does not exist (issue 10, defect 5). With a signed payload S3Proxy
+     * answers {@code 404 NoSuchBucket} without wanting the body, and the gateway relays it every
+     * time. With aws-chunked streaming S3Proxy wants the body ({@code 100 Continue}), then answers
+     * 404 and resets the connection with most of it unread: the SDK straight to S3Proxy gets
+     * {@code Broken pipe} every time, the gateway relays the 404 whenever it reads it before the
+     * reset (measured). The deterministic regression test is {@code EarlyBackendAnswerTest}.
+     */
+    @Nested
+    @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+    class EarlyAnswers {
+
+        Rig rig;
+
+        @BeforeAll
+        void start() {
+            rig = new Rig(GovernanceSettings.builder().principals(new PrincipalDirectory(accounts(0))).build());
+        }
+
+        @AfterAll
+        void stop() {
+            rig.close();
+        }
+
+        /** An SDK client that signs the payload's SHA-256 (no aws-chunked streaming, no trailer). */
+        S3Client signedPayload(URI endpoint, String key) {
+            return S3Client.builder()
+                    .endpointOverride(endpoint)
+                    .region(Region.US_EAST_1)
+                    .forcePathStyle(true)
+                    .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).build())
+                    .requestChecksumCalculation(software.amazon.awssdk.core.checksums.RequestChecksumCalculation.WHEN_REQUIRED)
+                    .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(key, KEYS.get(key))))
+                    .httpClientBuilder(ApacheHttpClient.builder().connectionTimeout(Duration.ofSeconds(5))
+                            .socketTimeout(Duration.ofSeconds(30)))
+                    .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
+                    .build();
+        }
+
+        /** Returns the outcome of each of {@code tries} 5 MB PUTs to a missing bucket: the status code, or -1. */
+        List<Integer> putsToAMissingBucket(S3Client c, int tries) {
+            byte[] body = random(5_000_000, 21);
+            List<Integer> codes = new ArrayList<>();
+            for (int i = 0; i < tries; i++) {
+                int n = i;
+                Throwable t = org.assertj.core.api.Assertions.catchThrowable(
+                        () -> c.putObject(b -> b.bucket("no-such-bucket").key("k-" + n), RequestBody.fromBytes(body)));
+                if (t instanceof S3Exception x) {
+                    codes.add(x.statusCode());
+                    if (x.statusCode() == 404) {
+                        assertThat(x.awsErrorDetails().errorCode()).isEqualTo("NoSuchBucket");
+                    }
+                } else {
+                    codes.add(-1); // an I/O failure: the backend reset the connection
+                }
+            }
+            return codes;
+        }
+
+        @Test
+        void aFiveMegabytePutToAMissingBucketGets404NoSuchBucketSixTimesOutOfSix() {
+            URI gateway = URI.create("http://127.0.0.1:" + rig.gateway.port());
+            URI s3proxy = URI.create("http://127.0.0.1:" + rig.s3.port());
+            try (S3Client direct = signedPayload(s3proxy, "AKIASVCC"); S3Client through = signedPayload(gateway, "AKIASVCC")) {
+                List<Integer> straight = putsToAMissingBucket(direct, 6);
+                List<Integer> relayed = putsToAMissingBucket(through, 6);
+                System.out.println("signed payload, 5 MB PUT to a missing bucket: straight to S3Proxy " + straight
+                        + ", through the gateway " + relayed);
+                assertThat(straight).as("S3Proxy itself").containsOnly(404);
+                assertThat(relayed).as("through the gateway: the backend's answer").containsOnly(404);
+            }
+            rig.awaitIdle();
+        }
+
+        /**
+         * With aws-chunked streaming (the SDK's default over HTTP) S3Proxy asks for the body ({@code
+         * 100 Continue}), reads its first chunk, answers 404 and resets the connection with the
+         * rest unread: straight to S3Proxy the SDK gets {@code Broken pipe}, and through the gateway
+         * the 404 is lost whenever the reset reaches the gateway's event loop together with it
+         * (Netty flushes before it reads, the failed write closes the socket). Measured, not
+         * asserted beyond "mostly": see docs/decisions.md.
+         */
+        @Test
+        void withAwsChunkedStreamingTheGatewayRelaysTheResettingBackendsAnswerMostOfTheTime() {
+            List<Integer> straight = putsToAMissingBucket(rig.direct, 6);
+            List<Integer> relayed = putsToAMissingBucket(rig.as("AKIASVCC"), 12);
+            System.out.println("aws-chunked, 5 MB PUT to a missing bucket: straight to S3Proxy " + straight
+                    + ", through the gateway " + relayed);
+            assertThat(relayed).as("the backend's 404, or a 502 when its reset destroyed it").containsOnly(404, 502);
+            assertThat(relayed.stream().filter(c -> c == 404).count()).as("relayed 404s of 12").isGreaterThanOrEqualTo(4);
+            rig.awaitIdle();
         }
     }
 }
