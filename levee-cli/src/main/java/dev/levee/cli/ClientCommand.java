@@ -54,6 +54,11 @@ final class ClientCommand implements Callable<Integer> {
             description = "most checks in one batch to a limiter, 1-1024 (default: ${DEFAULT-VALUE})")
     int maxBatch;
 
+    @Option(names = "--shutdown-timeout", converter = Converters.DurationConverter.class, defaultValue = "5s",
+            description = "on SIGTERM, how long checks in flight get to be answered before connections close"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration shutdownTimeout;
+
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
@@ -76,6 +81,7 @@ final class ClientCommand implements Callable<Integer> {
         ClientService s = Daemon.await(ClientService.start(vertx, listen, c, registry),
                 "client could not start on " + listen);
         System.err.println("levee client listening on " + listen.host() + ":" + s.port());
-        return Daemon.runUntilStopped(vertx, "client", () -> s.stop().compose(v -> c.stop()));
+        return Daemon.runUntilStopped(vertx, "client", shutdownTimeout.plusSeconds(5),
+                () -> s.stop(shutdownTimeout).eventually(c::stop));
     }
 }

@@ -18,11 +18,19 @@ final class Daemon {
     }
 
     static int runUntilStopped(Vertx vertx, String role, Supplier<Future<?>> stop) {
+        return runUntilStopped(vertx, role, java.time.Duration.ofSeconds(10), stop);
+    }
+
+    /**
+     * Runs until SIGTERM/SIGINT, then calls {@code stop} and waits for it at most {@code budget} (the
+     * role's drain grace and shutdown timeout, plus a margin) before closing Vert.x.
+     */
+    static int runUntilStopped(Vertx vertx, String role, java.time.Duration budget, Supplier<Future<?>> stop) {
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             LOG.info("{} stopping", role);
             try {
-                stop.get().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+                stop.get().toCompletionStage().toCompletableFuture().get(budget.toMillis(), TimeUnit.MILLISECONDS);
             } catch (Exception e) {
                 LOG.warn("{} did not stop cleanly: {}", role, e.toString());
             }

@@ -164,12 +164,26 @@ public final class ObserverService implements AutoCloseable {
         return server.actualPort();
     }
 
-    /** Stops listening. */
+    /** Stops listening at once. */
     public Future<Void> stop() {
         if (sweepTimer >= 0) {
             vertx.cancelTimer(sweepTimer);
         }
         return server.close();
+    }
+
+    /**
+     * Stops gracefully: stops accepting connections, answers the requests in flight, and closes each
+     * connection once answered or after {@code timeout} at the latest (issue 10).
+     *
+     * @param timeout longest wait (CLI {@code --shutdown-timeout}, default 5 s)
+     * @return completes once every connection is closed
+     */
+    public Future<Void> stop(Duration timeout) {
+        if (sweepTimer >= 0) {
+            vertx.cancelTimer(sweepTimer);
+        }
+        return server.shutdown(timeout);
     }
 
     @Override
