@@ -191,6 +191,7 @@ public final class LeveeClient implements AutoCloseable {
     private volatile boolean observerReachable;
     private volatile boolean firstRefresh = true;
     private long refreshTimer = -1;
+    private final io.vertx.core.Context context;
     /** When the list in use started to be held against a sharply shrunk one (ticker ns); -1: not held. */
     private long heldSince = -1;
     private volatile boolean held;
@@ -202,6 +203,7 @@ public final class LeveeClient implements AutoCloseable {
         this.options = options;
         this.ticker = ticker;
         this.registry = registry;
+        this.context = vertx.getOrCreateContext();
         io.micrometer.core.instrument.Gauge.builder("levee_client_list_held", this, c -> c.held ? 1 : 0)
                 .description("1 while the last limiter list is kept against a newer one (see levee_client_list_holds_total)")
                 .register(registry);
@@ -233,8 +235,21 @@ public final class LeveeClient implements AutoCloseable {
         });
     }
 
-    /** Fetches the limiter list now; keeps the last good list on failure. */
+    /**
+     * Fetches the limiter list now; keeps the last good list on failure. Called from a thread outside
+     * Vert.x (the first refresh at start), the request is made on the client's own context: from a bare
+     * thread the answer's body could be lost before it was read ("No content to map").
+     */
     public Future<Void> refresh() {
+        if (Vertx.currentContext() == null) {
+            Promise<Void> done = Promise.promise();
+            context.runOnContext(v -> fetch().onComplete(done));
+            return done.future();
+        }
+        return fetch();
+    }
+
+    private Future<Void> fetch() {
         return http.request(new RequestOptions().setMethod(HttpMethod.GET).setHost(options.observer().host())
                         .setPort(options.observer().port()).setURI("/v1/limiters")
                         .setTimeout(Math.max(500, options.refresh().toMillis())))
@@ -246,7 +261,7 @@ public final class LeveeClient implements AutoCloseable {
                     try {
                         return LENIENT.readValue(b.getBytes(), View.class);
                     } catch (java.io.IOException e) {
-                        throw new IllegalStateException("observer sent a malformed list");
+                        throw new IllegalStateException("observer sent a malformed list: " + e.getMessage());
                     }
                 }))
                 .map(v -> {
