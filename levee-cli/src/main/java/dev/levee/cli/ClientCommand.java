@@ -59,7 +59,7 @@ final class ClientCommand implements Callable<Integer> {
                     + " (the last list is kept meanwhile), 0 to believe it at once (default: ${DEFAULT-VALUE})")
     Duration listGrace;
 
-    @Option(names = "--shutdown-timeout", converter = Converters.DurationConverter.class, defaultValue = "5s",
+    @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "5s",
             description = "on SIGTERM, how long checks in flight get to be answered before connections close"
                     + " (default: ${DEFAULT-VALUE})")
     Duration shutdownTimeout;

@@ -79,7 +79,7 @@ final class LimiterCommand implements Callable<Integer> {
                     + " clients move away; at least the clients' --refresh, 0 for none (default: ${DEFAULT-VALUE})")
     Duration drainGrace;
 
-    @Option(names = "--shutdown-timeout", converter = Converters.DurationConverter.class, defaultValue = "5s",
+    @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "5s",
             description = "on SIGTERM, how long checks in flight get to be answered before connections close"
                     + " (default: ${DEFAULT-VALUE})")
     Duration shutdownTimeout;

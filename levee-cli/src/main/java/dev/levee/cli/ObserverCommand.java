@@ -41,7 +41,7 @@ final class ObserverCommand implements Callable<Integer> {
     @Mixin
     EtcdOptions etcd = new EtcdOptions();
 
-    @Option(names = "--shutdown-timeout", converter = Converters.DurationConverter.class, defaultValue = "5s",
+    @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "5s",
             description = "on SIGTERM, how long requests in flight get to be answered before connections close"
                     + " (default: ${DEFAULT-VALUE})")
     Duration shutdownTimeout;

@@ -99,10 +99,10 @@ class MainTest {
             observer --log-target file:/tmp                | is a directory
             limiter --id l1 --warmup soon                  | not a duration
             limiter --id l1 --drain-grace -1s              | must be positive
-            limiter --id l1 --shutdown-timeout 0s          | must be positive
+            limiter --id l1 --shutdown-deadline 0s          | must be positive
             client --list-grace later                      | not a duration
-            client --shutdown-timeout 0ms                  | must be positive
-            observer --shutdown-timeout never              | not a duration
+            client --shutdown-deadline 0ms                  | must be positive
+            observer --shutdown-deadline never              | not a duration
             """)
     void badFlagsGetAClearMessage(String line, String named) {
         Run r = run(line.trim().split("\\s+"));

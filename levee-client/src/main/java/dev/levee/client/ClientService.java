@@ -155,7 +155,7 @@ public final class ClientService implements AutoCloseable {
      * once its checks are answered, or after {@code timeout} at the latest. The client library is
      * closed by its owner, after this completes.
      *
-     * @param timeout longest wait for checks in flight (CLI {@code --shutdown-timeout}, default 5 s)
+     * @param timeout longest wait for checks in flight (CLI {@code --shutdown-deadline}, default 5 s)
      * @return completes once every connection is closed
      */
     public Future<Void> stop(java.time.Duration timeout) {

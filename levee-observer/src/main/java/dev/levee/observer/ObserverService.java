@@ -204,7 +204,7 @@ public final class ObserverService implements AutoCloseable {
      * Stops gracefully: stops accepting connections, answers the requests in flight, and closes each
      * connection once answered or after {@code timeout} at the latest (issue 10).
      *
-     * @param timeout longest wait (CLI {@code --shutdown-timeout}, default 5 s)
+     * @param timeout longest wait (CLI {@code --shutdown-deadline}, default 5 s)
      * @return completes once every connection is closed
      */
     public Future<Void> stop(Duration timeout) {
