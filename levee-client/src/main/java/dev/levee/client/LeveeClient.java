@@ -384,6 +384,17 @@ public final class LeveeClient implements AutoCloseable {
      * @return the decision
      */
     public Future<ClientDecision> check(S3Request request) {
+        if (Vertx.currentContext() == null) {
+            // from a thread outside Vert.x a limiter's answer could be lost before it was read ("malformed
+            // answer"); the check is made on the client's own context instead
+            Promise<ClientDecision> done = Promise.promise();
+            context.runOnContext(v -> decide(request).onComplete(done));
+            return done.future();
+        }
+        return decide(request);
+    }
+
+    private Future<ClientDecision> decide(S3Request request) {
         S3Classification c = clamp(classifier.classify(request));
         List<Member> group = group(c.resource());
         int g = group.size();

@@ -36,8 +36,11 @@ class LimiterListTest {
     @BeforeAll
     static void startObserver() throws Exception {
         vertx = Vertx.vertx();
-        observer = vertx.createHttpServer().requestHandler(req -> req.response()
-                .putHeader("Content-Type", "application/json").end(ANSWER.get())).listen(0, "127.0.0.1")
+        // the observer, and a limiter that accepts every check
+        observer = vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(b -> req.response()
+                .putHeader("Content-Type", "application/json").end(req.path().equals("/v1/check")
+                        ? "{\"result\":\"accepted\",\"level\":\"default\",\"limitKey\":\"k\",\"remaining\":1,"
+                        + "\"retryAfter\":0,\"limiter\":\"l1\"}" : ANSWER.get()))).listen(0, "127.0.0.1")
                 .await(10, TimeUnit.SECONDS);
     }
 
@@ -107,6 +110,25 @@ class LimiterListTest {
             failed += client.view().revision() == 10 + i ? 0 : 1;
         }
         assertThat(failed).as("first refreshes that lost the observer's answer").isZero();
+    }
+
+    @Test
+    void checksFromAThreadOutsideVertxReadEveryAnswer() throws Exception {
+        int failed = 0;
+        for (int i = 0; i < 30; i++) {
+            client.stop().await(10, TimeUnit.SECONDS);
+            ANSWER.set("{\"revision\":1,\"factor\":1,\"limiters\":[{\"id\":\"l1\",\"address\":\"127.0.0.1:"
+                    + observer.actualPort() + "\"}]}");
+            client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
+                    Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(1), List.of()), now::get,
+                    Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
+            for (int k = 0; k < 5; k++) { // from this (non-Vert.x) thread; the first on a new connection
+                ClientDecision d = client.check(dev.levee.s3.S3Request.fromRequestUri("GET", "127.0.0.1", "/b/k" + k, null))
+                        .await(10, TimeUnit.SECONDS);
+                failed += d.result() == ClientDecision.Result.ACCEPTED ? 0 : 1;
+            }
+        }
+        assertThat(failed).as("checks whose answer was lost").isZero();
     }
 
     @Test

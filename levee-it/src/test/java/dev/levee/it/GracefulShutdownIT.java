@@ -143,6 +143,73 @@ class GracefulShutdownIT {
     }
 
     @Test
+    void limiterProcessSigtermedUnderClientLoadFailsNoCheck() throws Exception {
+        try (dev.levee.cli.stack.EmbeddedEtcd etcd = dev.levee.cli.stack.EmbeddedEtcd.start();
+             io.etcd.jetcd.Client etcdClient = dev.levee.etcd.Etcd.client(List.of(etcd.endpoint()))) {
+            String prefix = "/levee-term/";
+            String yaml = "factor: 2\ndefault: {rate: 100000, burst: 10000}\n";
+            Path quotas = dir.resolve("quotas.yaml");
+            java.nio.file.Files.writeString(quotas, yaml);
+            assertThat(dev.levee.cli.Main.run("quota", "import", quotas.toString(), "--etcd", etcd.endpoint(),
+                    "--etcd-prefix", prefix)).isZero();
+            LimiterService stays = done(LimiterService.start(vertx, new LimiterService.Options("stays",
+                    new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000),
+                    new StaticQuotaSource(QuotaConfigLoader.parse(yaml, "test quotas")), SystemTicker.INSTANCE,
+                    Metrics.newRegistry()));
+            int port = freePort();
+            String javaBin = ProcessHandle.current().info().command().orElse("java");
+            Process p = new ProcessBuilder(javaBin, "-cp", System.getProperty("java.class.path"), "dev.levee.cli.Main",
+                    "limiter", "--id", "term-1", "--listen", "127.0.0.1:" + port, "--etcd", etcd.endpoint(),
+                    "--etcd-prefix", prefix, "--log-target", "file:" + dir.resolve("limiter.log"))
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("limiter.out").toFile())).start();
+            try (dev.levee.etcd.EtcdRegistration reg = dev.levee.etcd.EtcdRegistration.start(etcdClient, prefix, "stays",
+                    stays.address().toString(), 5);
+                 dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(etcdClient, prefix,
+                         () -> 2)) {
+                ObserverService observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), membership,
+                        () -> true, Metrics.newRegistry()));
+                var registry = Metrics.newRegistry();
+                dev.levee.client.LeveeClient client = done(dev.levee.client.LeveeClient.start(vertx,
+                        new dev.levee.client.LeveeClient.Options(new HostPort("127.0.0.1", observer.port()),
+                                Duration.ofSeconds(1), Duration.ofMillis(250), Duration.ofSeconds(2), List.of()),
+                        SystemTicker.INSTANCE, registry));
+                try {
+                    await().atMost(Duration.ofSeconds(60)).until(() -> client.view().limiters().size() == 2);
+                    try (MembershipGapIT.Checks checks = new MembershipGapIT.Checks(client)) {
+                        await().atMost(Duration.ofSeconds(10)).until(() -> checks.accepted.get() > 200);
+                        long sigterm = System.nanoTime();
+                        p.destroy(); // SIGTERM
+                        await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(5))
+                                .until(() -> membership.view().limiters().size() == 1);
+                        long leftAt = System.nanoTime();
+                        assertThat(p.waitFor(20, TimeUnit.SECONDS)).isTrue();
+                        long exitedAt = System.nanoTime();
+                        await().pollDelay(Duration.ofMillis(300)).until(() -> true); // load goes on past the exit
+                        checks.close();
+                        String metrics = Metrics.scrape(registry);
+                        System.out.printf("limiter SIGTERM under client load: left etcd after %.0f ms, exited %d after"
+                                        + " %.0f ms; %d accepted, %d failed; client saw limiter failures: %s%n",
+                                (leftAt - sigterm) / 1e6, p.exitValue(), (exitedAt - sigterm) / 1e6, checks.accepted.get(),
+                                checks.failed.get(), metrics.lines().filter(l -> l.contains("limiter_failure")).toList());
+                        assertThat(checks.failed.get()).as("checks that failed").isZero();
+                        assertThat(metrics).as("checks that had to fail over").doesNotContain("result=\"limiter_failure\"");
+                        assertThat(exitedAt - leftAt).as("answering after leaving, ns")
+                                .isGreaterThan(TimeUnit.MILLISECONDS.toNanos(1500));
+                        assertThat(p.exitValue()).isEqualTo(143);
+                    }
+                } finally {
+                    done(client.stop());
+                    done(observer.stop());
+                }
+            } finally {
+                p.destroyForcibly();
+                done(stays.kill());
+            }
+        }
+    }
+
+    @Test
     void limiterStoppedLeavesTheMembershipFirstAndAnswersACheckInFlight() throws Exception {
         ObserverService observer = done(ObserverService.start(vertx, new ObserverService.Options(
                 new HostPort("127.0.0.1", 0), Duration.ofSeconds(3), 1, 1024), SystemTicker.INSTANCE, Metrics.newRegistry()));

@@ -117,6 +117,7 @@ public final class LimiterService implements AutoCloseable {
     /** False while warming up and once stopping: {@code /health} answers 503. */
     private volatile boolean serving;
     private volatile String notServing = "warming up";
+    private volatile boolean stopping;
 
     private LimiterService(Vertx vertx, Options options, QuotaSource config, Ticker ticker,
                            MeterRegistry registry) {
@@ -226,9 +227,10 @@ public final class LimiterService implements AutoCloseable {
             return;
         }
         boolean many = n % 2 == 1;
-        long left = Math.max(1, (deadline - dev.levee.runtime.SystemTicker.INSTANCE.read()) / 1_000_000);
+        // an idle timeout only: a request's connect-timeout timer outlives the request and, once the client
+        // is closed, fails an already completed promise (Vert.x 5.1 logs "Promise already completed")
         http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(host).setPort(port)
-                        .setURI(many ? "/v1/checks" : "/v1/check").setTimeout(left)
+                        .setURI(many ? "/v1/checks" : "/v1/check").setIdleTimeout(1000)
                         .putHeader("Content-Type", "application/json"))
                 .compose(r -> r.send(many ? batch : single))
                 .compose(resp -> resp.body().map(b -> resp.statusCode()))
@@ -262,6 +264,11 @@ public final class LimiterService implements AutoCloseable {
     }
 
     private void handle(HttpServerRequest req) {
+        if (stopping) {
+            // one request per connection from now on: a client never sends a check on a connection
+            // that is being closed under it when the listener stops (it would get no answer)
+            req.response().putHeader(io.vertx.core.http.HttpHeaders.CONNECTION, io.vertx.core.http.HttpHeaders.CLOSE);
+        }
         String path = req.path();
         if (path.equals("/v1/check") && req.method() == HttpMethod.POST) {
             Http.withBody(req, body -> check(req, body));
@@ -415,7 +422,8 @@ public final class LimiterService implements AutoCloseable {
     /**
      * Stops gracefully (issue 10): leaves the membership first — stops heartbeats and tells the
      * observer (when configured; an etcd registration is revoked by its owner before) — then keeps
-     * answering for {@link Options#drainGrace()} while clients move away, then stops accepting
+     * answering for {@link Options#drainGrace()} while clients move away, each answer with
+     * {@code Connection: close} so that no connection is reused across the close, then stops accepting
      * connections and gives checks in flight up to {@link Options#shutdownTimeout()} to be answered
      * before the connections are closed.
      *
@@ -424,6 +432,7 @@ public final class LimiterService implements AutoCloseable {
     public Future<Void> stop() {
         serving = false;
         notServing = "stopping";
+        stopping = true;
         if (heartbeatTimer >= 0) {
             vertx.cancelTimer(heartbeatTimer);
         }
