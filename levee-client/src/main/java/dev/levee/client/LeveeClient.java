@@ -192,9 +192,9 @@ public final class LeveeClient implements AutoCloseable {
     private volatile boolean firstRefresh = true;
     private long refreshTimer = -1;
     private final io.vertx.core.Context context;
-    /** When the list in use started to be held against a sharply shrunk one (ticker ns); -1: not held. */
-    private long heldSince = -1;
+    /** Whether the list in use is being kept against a newer one, and since when (ticker ns). */
     private volatile boolean held;
+    private long heldSince;
     /** The reason of the hold in progress, logged once per hold. */
     private String holdReason;
 
@@ -303,8 +303,8 @@ public final class LeveeClient implements AutoCloseable {
         }
         long now = ticker.read();
         if (reason != null) {
-            if (heldSince < 0 || !reason.equals(holdReason)) {
-                if (heldSince < 0) {
+            if (!held || !reason.equals(holdReason)) {
+                if (!held) {
                     heldSince = now;
                 }
                 holdReason = reason;
@@ -322,11 +322,10 @@ public final class LeveeClient implements AutoCloseable {
             }
             LOG.warn("limiter list still {} limiters after {} ms: adopting it", v.limiters().size(),
                     options.listGrace().toMillis());
-        } else if (heldSince >= 0) {
+        } else if (held) {
             LOG.info("limiter list back to {} limiters after {} ms: the last list was kept meanwhile",
                     v.limiters().size(), (now - heldSince) / 1_000_000);
         }
-        heldSince = -1;
         holdReason = null;
         held = false;
         if (v.revision() != old.revision() || v.factor() != old.factor() || v.limiters().size() != had) {
