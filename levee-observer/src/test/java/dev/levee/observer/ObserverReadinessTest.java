@@ -71,6 +71,32 @@ class ObserverReadinessTest {
     }
 
     @Test
+    void observerStoppedGracefullyAnswersAHeartbeatInFlight() throws Exception {
+        ObserverService o = ObserverService.start(vertx, new ObserverService.Options(new HostPort("127.0.0.1", 0),
+                Duration.ofSeconds(3), 2, 16), () -> 0L, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
+        byte[] body = "{\"id\":\"l1\",\"address\":\"127.0.0.1:9001\"}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        try (java.net.Socket s = new java.net.Socket("127.0.0.1", o.port())) {
+            s.setSoTimeout(10_000);
+            s.getOutputStream().write(("POST /v1/heartbeat HTTP/1.1\r\nHost: x\r\nContent-Length: " + body.length
+                    + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            var stopped = o.stop(Duration.ofSeconds(5)); // SIGTERM: the heartbeat's head is sent, its body not yet
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> {
+                try (java.net.Socket probe = new java.net.Socket("127.0.0.1", o.port())) {
+                    return false;
+                } catch (java.io.IOException refused) {
+                    return true; // no longer accepting
+                }
+            });
+            s.getOutputStream().write(body);
+            s.getOutputStream().flush();
+            String answer = new String(s.getInputStream().readNBytes(12), java.nio.charset.StandardCharsets.US_ASCII);
+            assertThat(answer).as("answer to the request in flight").isEqualTo("HTTP/1.1 204");
+            stopped.await(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
     void eachStartHasItsOwnIncarnation() throws Exception {
         List<String> incarnations = new java.util.ArrayList<>();
         for (int i = 0; i < 2; i++) {
