@@ -120,6 +120,12 @@ final class GatewayCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE})")
     long minBodyRate;
 
+    @Option(names = "--send-timeout", converter = Converters.DurationConverter.class, defaultValue = "60s",
+            description = "longest wait for a client to read more of its response while the gateway's buffer for it is"
+                    + " full (as NGINX's send_timeout); then the connection is closed and the download's slot freed"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration sendTimeout;
+
     @Option(names = "--backend-continue-timeout", converter = Converters.DurationConverter.class, defaultValue = "1s",
             description = "how long a request body waits for the backend's 100 Continue before it is sent anyway"
                     + " (default: ${DEFAULT-VALUE})")
@@ -222,7 +228,7 @@ final class GatewayCommand implements Callable<Integer> {
                     .withGovernance(governance())
                     .withHealthToken(healthToken())
                     .withClientDeadlines(new GatewayService.ClientDeadlines(requestHeaderTimeout, requestBodyTimeout,
-                            minBodyRate))
+                            minBodyRate, sendTimeout))
                     .withContinueTimeout(backendContinueTimeout);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

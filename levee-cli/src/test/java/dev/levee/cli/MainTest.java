@@ -137,15 +137,17 @@ class MainTest {
         assertThat(d.clientDeadlines().requestHeaderTimeout()).isEqualTo(java.time.Duration.ofSeconds(60));
         assertThat(d.clientDeadlines().requestBodyTimeout()).isEqualTo(java.time.Duration.ofSeconds(30));
         assertThat(d.clientDeadlines().minBodyRate()).isEqualTo(1024);
+        assertThat(d.clientDeadlines().sendTimeout()).isEqualTo(java.time.Duration.ofSeconds(60));
         assertThat(d.continueTimeout()).isEqualTo(java.time.Duration.ofSeconds(1));
         assertThat(defaults.shutdownDeadline).isEqualTo(java.time.Duration.ofSeconds(10));
 
         GatewayCommand set = new GatewayCommand();
         new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--no-enforce", "--request-header-timeout", "5s",
-                "--request-body-timeout", "7s", "--min-body-rate", "2KiB/s", "--backend-continue-timeout", "250ms");
+                "--request-body-timeout", "7s", "--min-body-rate", "2KiB/s", "--backend-continue-timeout", "250ms",
+                "--send-timeout", "9s");
         dev.levee.gateway.GatewayService.Options o = set.options();
         assertThat(o.clientDeadlines()).isEqualTo(new dev.levee.gateway.GatewayService.ClientDeadlines(
-                java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(7), 2048));
+                java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(7), 2048, java.time.Duration.ofSeconds(9)));
         assertThat(o.continueTimeout()).isEqualTo(java.time.Duration.ofMillis(250));
     }
 

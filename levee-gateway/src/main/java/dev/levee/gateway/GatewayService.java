@@ -144,10 +144,21 @@ public final class GatewayService implements AutoCloseable {
      *                             full, {@code 100 Continue} not yet sent) does not count
      * @param minBodyRate          the rate, bytes/s, below which a body loses reading time (default
      *                             1 KiB/s; 0 = idle timeout only); see {@link ProgressDeadline}
+     * @param sendTimeout          longest wait for a client to read more of its response while the
+     *                             gateway's write queue for it is full (default 60 s, as NGINX's
+     *                             {@code send_timeout}); then the connection is closed and the request's
+     *                             admission slot and bandwidth permits are freed
      */
-    public record ClientDeadlines(Duration requestHeaderTimeout, Duration requestBodyTimeout, long minBodyRate) {
-        /** The defaults: 60 s, 30 s, 1 KiB/s. */
-        public static final ClientDeadlines DEFAULTS = new ClientDeadlines(Duration.ofSeconds(60), Duration.ofSeconds(30), 1024);
+    public record ClientDeadlines(Duration requestHeaderTimeout, Duration requestBodyTimeout, long minBodyRate,
+                                  Duration sendTimeout) {
+        /** The defaults: 60 s, 30 s, 1 KiB/s, 60 s. */
+        public static final ClientDeadlines DEFAULTS = new ClientDeadlines(Duration.ofSeconds(60), Duration.ofSeconds(30),
+                1024, Duration.ofSeconds(60));
+
+        /** The deadlines with the default send timeout (60 s). */
+        public ClientDeadlines(Duration requestHeaderTimeout, Duration requestBodyTimeout, long minBodyRate) {
+            this(requestHeaderTimeout, requestBodyTimeout, minBodyRate, Duration.ofSeconds(60));
+        }
 
         /** Validates. @throws IllegalArgumentException when a timeout is not positive or the rate is negative */
         public ClientDeadlines {
@@ -159,6 +170,9 @@ public final class GatewayService implements AutoCloseable {
             }
             if (minBodyRate < 0) {
                 throw new IllegalArgumentException("the minimum body rate must be >= 0");
+            }
+            if (sendTimeout.isNegative() || sendTimeout.isZero()) {
+                throw new IllegalArgumentException("the send timeout must be positive");
             }
         }
     }
@@ -254,6 +268,7 @@ public final class GatewayService implements AutoCloseable {
     private final Map<HttpConnection, Conn> connections = new ConcurrentHashMap<>();
     private final LongAdder headerTimeouts = new LongAdder();
     private final LongAdder bodyTimeouts = new LongAdder();
+    private final LongAdder sendTimeouts = new LongAdder();
     private final LongAdder malformedRequests = new LongAdder();
     private final LongAdder connectionErrors = new LongAdder();
     private volatile boolean closing;
@@ -465,7 +480,7 @@ public final class GatewayService implements AutoCloseable {
     public ReadyReport readyReport() {
         return new ReadyReport(closing ? "closing" : "ready", inFlight(),
                 governance == null ? ReadyReport.GovernanceReport.off() : governance.report(),
-                new ReadyReport.ClientFaults(headerTimeouts.sum(), bodyTimeouts.sum(), malformedRequests.sum(),
+                new ReadyReport.ClientFaults(headerTimeouts.sum(), bodyTimeouts.sum(), sendTimeouts.sum(), malformedRequests.sum(),
                         connectionErrors.sum()));
     }
 
@@ -977,7 +992,7 @@ public final class GatewayService implements AutoCloseable {
                 && in.statusCode() != 304 && length != 0;
         if (!ex.governed() || !body || !TransferPolicy.chargesDownload(ex.operation)) {
             writeHead(req, in);
-            in.pipeTo(new ResponseSink(resp)).onFailure(e -> {
+            in.pipeTo(sink(ex, in)).onFailure(e -> {
                 LOG.debug("response stream ended early: {}", e.toString());
                 req.connection().close();
             });
@@ -1001,7 +1016,7 @@ public final class GatewayService implements AutoCloseable {
                 return;
             }
             writeHead(req, in);
-            pipe.start(in, new ResponseSink(resp), new GovernedPipe.Listener() {
+            pipe.start(in, sink(ex, in), new GovernedPipe.Listener() {
                 @Override
                 public void ended() {
                     // the pipe ended the response; its end handler finishes the exchange
@@ -1015,6 +1030,37 @@ public final class GatewayService implements AutoCloseable {
                 }
             }, () -> in.request().reset());
         });
+    }
+
+    /** The client's response as a pipe's sink, with the send timeout of {@link ClientDeadlines#sendTimeout()}. */
+    private ResponseSink sink(Exchange ex, HttpClientResponse in) {
+        return new ResponseSink(ex.req.response(), vertx, options.clientDeadlines().sendTimeout().toMillis(), () -> {
+            sendTimeouts.increment();
+            count("send_timeout");
+            LOG.debug("{} {} to {}: the client read nothing of its response for {} ms, closed", ex.req.method(),
+                    LogText.escape(ex.req.path()), ex.req.remoteAddress(), options.clientDeadlines().sendTimeout().toMillis());
+            ex.finish(); // frees the slot and permits now
+            in.request().reset();
+            closeNow(ex.req.connection());
+        });
+    }
+
+    /**
+     * Aborts a connection at once with a TCP reset, dropping what its outbound queue and the kernel's
+     * send buffer hold, as NGINX's {@code reset_timedout_connection}. Vert.x 5.1 defers {@code close()}
+     * until the connection's outbound queue has drained, which never happens for a client that does not
+     * read (it held the socket until the idle timeout, ~2 minutes), and a plain close would leave the
+     * kernel holding and trickling the buffered bytes: the Netty channel is closed directly with
+     * {@code SO_LINGER = 0}. Uses Vert.x's {@code ConnectionBase} (implementation, not API); other
+     * connection types fall back to {@code close()}.
+     */
+    static void closeNow(io.vertx.core.http.HttpConnection connection) {
+        if (connection instanceof io.vertx.core.net.impl.ConnectionBase base) {
+            base.channel().config().setOption(io.netty.channel.ChannelOption.SO_LINGER, 0);
+            base.channel().close();
+        } else {
+            connection.close();
+        }
     }
 
     private void writeHead(HttpServerRequest req, HttpClientResponse in) {

@@ -23,7 +23,7 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
 
     /** A report without client faults. */
     public ReadyReport(String status, int inFlightRequests, GovernanceReport governance) {
-        this(status, inFlightRequests, governance, new ClientFaults(0, 0, 0, 0));
+        this(status, inFlightRequests, governance, new ClientFaults(0, 0, 0, 0, 0));
     }
 
     /**
@@ -34,11 +34,12 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
      *                              {@code --request-header-timeout}
      * @param requestBodyTimeouts   requests aborted ({@code 400 RequestTimeout}) because their body
      *                              came slower than {@code --min-body-rate} for {@code --request-body-timeout}
+     * @param sendTimeouts          responses given up because their client read nothing for {@code --send-timeout}
      * @param malformedRequests     request heads that could not be decoded (answered 400, 414 or 431)
      * @param clientErrors          request bodies or connections that failed on the client's side
      *                              (reset, bad chunked framing)
      */
-    public record ClientFaults(long requestHeaderTimeouts, long requestBodyTimeouts, long malformedRequests,
+    public record ClientFaults(long requestHeaderTimeouts, long requestBodyTimeouts, long sendTimeouts, long malformedRequests,
                                long clientErrors) {
     }
 

@@ -97,6 +97,72 @@ class SlowClientTest {
         assertThat(put(new byte[10_000]).statusCode()).isEqualTo(200);
     }
 
+    /** Regression (issue 10, item 6): a client that stops reading its download held its slot until the 120 s idle timeout. */
+    @Test
+    void aDownloadWhoseClientStopsReadingFreesTheSlotAfterTheSendTimeout() throws Exception {
+        start(0, new GatewayService.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(30), 1024,
+                Duration.ofSeconds(1)));
+        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), rig.gateway.port())) {
+            OutputStream out = s.getOutputStream();
+            out.write(("GET /bucket/big?size=" + (64 << 20) + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + AUTH
+                    + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            await().atMost(Duration.ofSeconds(5)).until(() ->
+                    rig.gateway.readyReport().governance().admission().get("download").inFlight() == 1);
+            long t0 = System.nanoTime();
+            // the client reads nothing: buffers fill, the gateway's write queue stays full
+            await().atMost(Duration.ofSeconds(10)).until(() ->
+                    rig.gateway.readyReport().governance().admission().get("download").inFlight() == 0);
+            long freedMs = (System.nanoTime() - t0) / 1_000_000;
+            System.out.printf("slot of a download whose client stopped reading freed after %d ms (send timeout 1 s)%n",
+                    freedMs);
+            assertThat(freedMs).isLessThan(5_000);
+            assertThat(rig.gateway.readyReport().clientFaults().sendTimeouts()).isEqualTo(1);
+            // and the connection is gone at once (reset), not left to the idle timeout: reading now ends soon
+            s.setSoTimeout(5_000);
+            long read = 0;
+            long readFrom = System.nanoTime();
+            try {
+                byte[] buf = new byte[64 * 1024];
+                for (int n; (n = s.getInputStream().read(buf)) >= 0 && read < (64L << 20); ) {
+                    read += n;
+                }
+            } catch (java.net.SocketException reset) {
+                // the reset
+            }
+            long endedMs = (System.nanoTime() - readFrom) / 1_000_000;
+            System.out.printf("then the client read %d bytes more and the connection ended after %d ms%n", read, endedMs);
+            assertThat(read).as("the client got less than the object").isLessThan(64L << 20);
+            assertThat(endedMs).as("reset, not left to the idle timeout").isLessThan(5_000);
+        }
+    }
+
+    /** A slow but steady reader is not a stalled one: a 1 MiB download read at ~256 KiB/s completes. */
+    @Test
+    void aSlowButSteadyReaderIsNotCutBySendTimeout() throws Exception {
+        start(0, new GatewayService.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(30), 1024,
+                Duration.ofSeconds(1)));
+        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), rig.gateway.port())) {
+            s.setReceiveBufferSize(8192);
+            s.setSoTimeout(10_000);
+            s.getOutputStream().write(("GET /bucket/steady?size=" + (1 << 20) + " HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                    + AUTH + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            byte[] buf = new byte[16 * 1024];
+            long total = 0;
+            var in = s.getInputStream();
+            for (int i = 0; i < 2_000; i++) { // bounded: 1 MiB in 16 KiB reads, one every ~60 ms
+                int n = in.read(buf);
+                if (n < 0) {
+                    break;
+                }
+                total += n;
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(60)); // the client's pace
+            }
+            assertThat(total).as("head and whole body").isGreaterThan(1 << 20);
+            assertThat(rig.gateway.readyReport().clientFaults().sendTimeouts()).isZero();
+        }
+    }
+
     @Test
     void anUploadThatTheGovernorThrottlesIsNotAbortedByTheProgressDeadline() throws Exception {
         // the governor lets 64 KiB/s through; the client must keep 1 MiB/s while it is read, for at
