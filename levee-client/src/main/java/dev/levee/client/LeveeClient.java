@@ -215,6 +215,8 @@ public final class LeveeClient implements AutoCloseable {
     private final com.github.benmanes.caffeine.cache.Cache<String, AtomicLong> roundRobin =
             com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
     private volatile View view = new View(0, 1, List.of());
+    /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
+    private volatile boolean stopped;
     private volatile boolean observerReachable;
     private volatile boolean firstRefresh = true;
     private long refreshTimer = -1;
@@ -277,9 +279,9 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     private Future<Void> fetch() {
-        return http.request(new RequestOptions().setMethod(HttpMethod.GET).setHost(options.observer().host())
+        return request(new RequestOptions().setMethod(HttpMethod.GET).setHost(options.observer().host())
                         .setPort(options.observer().port()).setURI("/v1/limiters")
-                        .setTimeout(Math.max(500, options.refresh().toMillis())))
+                        .setIdleTimeout(Math.max(500, options.refresh().toMillis())))
                 .compose(r -> r.send())
                 .compose(resp -> resp.body().map(b -> {
                     if (resp.statusCode() != 200) {
@@ -364,6 +366,18 @@ public final class LeveeClient implements AutoCloseable {
             listed.add(m.address());
         }
         channels.keySet().retainAll(listed); // a dropped channel still finishes its own requests
+    }
+
+    /**
+     * Starts a request; a closed HTTP client (after {@link #stop()}) throws {@code IllegalStateException}
+     * instead of failing the future, which left the checks waiting behind the request unanswered.
+     */
+    private Future<io.vertx.core.http.HttpClientRequest> request(RequestOptions o) {
+        try {
+            return http.request(o);
+        } catch (RuntimeException e) {
+            return Future.failedFuture(e);
+        }
     }
 
     private Counter holds(String reason) {
@@ -540,6 +554,11 @@ public final class LeveeClient implements AutoCloseable {
 
     private void attempt(Plan plan, int i) {
         S3Classification c = plan.c();
+        if (stopped) {
+            plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
+                    "levee-client is stopped"));
+            return;
+        }
         if (i >= plan.g() && i < plan.order().length
                 && ticker.read() - plan.startedAt() + options.checkTimeout().toNanos() > options.checkDeadline().toNanos()) {
             count("spill_deadline");
@@ -662,8 +681,8 @@ public final class LeveeClient implements AutoCloseable {
                 body.appendString("]}");
             }
             long timeout = options.checkTimeout().toMillis();
-            http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
-                            .setURI(one ? "/v1/check" : "/v1/checks").setTimeout(timeout)
+            request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
+                            .setURI(one ? "/v1/check" : "/v1/checks").setIdleTimeout(timeout)
                             .putHeader("Content-Type", "application/json"))
                     .compose(r -> r.send(body))
                     .compose(resp -> resp.body().map(b -> parse(resp.statusCode(), b, one, batch.size())))
@@ -750,6 +769,12 @@ public final class LeveeClient implements AutoCloseable {
         }
 
         private void failed(List<Pending> batch, Throwable e) {
+            if (stopped) {
+                for (Pending p : batch) {
+                    attempt(p.plan(), p.i() + 1); // fails as stopped: the limiter is not to blame
+                }
+                return;
+            }
             if (e instanceof Refused) {
                 for (Pending p : batch) {
                     refused(p, "limiter refused the check: " + e.getMessage());
@@ -802,8 +827,12 @@ public final class LeveeClient implements AutoCloseable {
                 .description("check results and limiter failures").tag("result", what).register(registry)).increment(n);
     }
 
-    /** Stops refreshing and closes connections. */
+    /**
+     * Stops refreshing and closes connections. Checks still waiting for a limiter, and checks made from
+     * then on, are answered {@link ClientDecision.Result#FAILED} ("levee-client is stopped") at once.
+     */
     public Future<Void> stop() {
+        stopped = true;
         if (refreshTimer >= 0) {
             vertx.cancelTimer(refreshTimer);
         }
