@@ -38,6 +38,12 @@ final class ClientCommand implements Callable<Integer> {
             description = "time one limiter may take (default: ${DEFAULT-VALUE})")
     Duration checkTimeout;
 
+    @Option(names = "--check-deadline", converter = Converters.DurationConverter.class, defaultValue = "900ms",
+            description = "longest a check may take with its spill-over attempts (the limiters beyond the group, asked"
+                    + " when every group member failed): one is started only if --check-timeout still fits; keep it"
+                    + " below NGINX's check --timeout (default: ${DEFAULT-VALUE})")
+    Duration checkDeadline;
+
     @Option(names = "--backoff", converter = Converters.DurationConverter.class, defaultValue = "2s",
             description = "how long a failed limiter is skipped (default: ${DEFAULT-VALUE})")
     Duration backoff;
@@ -78,7 +84,7 @@ final class ClientCommand implements Callable<Integer> {
                     "--batch-max must be between 1 and 1024, got " + maxBatch);
         }
         LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains,
-                maxInFlight, maxBatch, listGrace);
+                maxInFlight, maxBatch, listGrace, checkDeadline);
         common.apply("levee-client");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();

@@ -92,6 +92,17 @@ final class GatewayCommand implements Callable<Integer> {
             description = "time one limiter may take (default: ${DEFAULT-VALUE})")
     Duration checkTimeout;
 
+    @Option(names = "--check-deadline", converter = Converters.DurationConverter.class, defaultValue = "900ms",
+            description = "longest a check may take with its spill-over attempts (the limiters beyond the group, asked"
+                    + " when every group member failed): one is started only if --check-timeout still fits"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration checkDeadline;
+
+    @Option(names = "--list-grace", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "3s",
+            description = "how long a limiter list that is empty or lost more than half its members is not believed"
+                    + " (the last list is kept meanwhile), 0 to believe it at once (default: ${DEFAULT-VALUE})")
+    Duration listGrace;
+
     @Option(names = "--backend-timeout", converter = Converters.DurationConverter.class, defaultValue = "60s",
             description = "idle timeout towards the backend (default: ${DEFAULT-VALUE})")
     Duration backendTimeout;
@@ -202,6 +213,12 @@ final class GatewayCommand implements Callable<Integer> {
             description = "slot of the governors' timer: 1us to 100ms (default: ${DEFAULT-VALUE})")
     Duration timerResolution;
 
+    /** The embedded levee-client's settings: refresh 1 s and back-off 2 s as levee-client's defaults. */
+    LeveeClient.Options clientOptions() {
+        return new LeveeClient.Options(observer, Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2), baseDomains,
+                LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT, LeveeClient.Options.DEFAULT_MAX_BATCH, listGrace, checkDeadline);
+    }
+
     @Override
     public Integer call() {
         GatewayService.Options options = options();
@@ -209,8 +226,7 @@ final class GatewayCommand implements Callable<Integer> {
         warnIfSecretsAreReadable(options.governance());
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        LeveeClient client = enforce ? Daemon.await(LeveeClient.start(vertx, new LeveeClient.Options(observer,
-                Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2), baseDomains), SystemTicker.INSTANCE,
+        LeveeClient client = enforce ? Daemon.await(LeveeClient.start(vertx, clientOptions(), SystemTicker.INSTANCE,
                 registry), "client") : null;
         GatewayService g = Daemon.await(GatewayService.start(vertx, options, client, registry),
                 "gateway could not start on " + listen);

@@ -104,6 +104,11 @@ class MainTest {
             limiter --id l1 --drain-grace -1s              | must be positive
             limiter --id l1 --shutdown-deadline 0s          | must be positive
             client --list-grace later                      | not a duration
+            client --check-deadline 0ms                    | must be positive
+            client --check-deadline soon                   | not a duration
+            gateway --backend 127.0.0.1:9 --list-grace later | not a duration
+            gateway --backend 127.0.0.1:9 --list-grace -3s | --list-grace
+            gateway --backend 127.0.0.1:9 --check-deadline 0s | must be positive
             client --shutdown-deadline 0ms                  | must be positive
             observer --shutdown-deadline never              | not a duration
             """)
@@ -126,6 +131,19 @@ class MainTest {
         assertThat(r.status()).isNotZero();
         assertThat(r.err()).contains("accounts.svc.keys[1].secret: is empty").doesNotContain("fine-secret-value")
                 .doesNotContain("\tat ");
+    }
+
+    @Test
+    void gatewayListGraceAndCheckDeadlineReachItsEmbeddedClient() {
+        GatewayCommand defaults = new GatewayCommand();
+        new picocli.CommandLine(defaults).parseArgs("--backend", "127.0.0.1:9");
+        assertThat(defaults.clientOptions().listGrace()).isEqualTo(dev.levee.client.LeveeClient.Options.DEFAULT_LIST_GRACE);
+        assertThat(defaults.clientOptions().checkDeadline())
+                .isEqualTo(dev.levee.client.LeveeClient.Options.DEFAULT_CHECK_DEADLINE);
+        GatewayCommand set = new GatewayCommand();
+        new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--list-grace", "0", "--check-deadline", "2s");
+        assertThat(set.clientOptions().listGrace()).isZero();
+        assertThat(set.clientOptions().checkDeadline()).isEqualTo(java.time.Duration.ofSeconds(2));
     }
 
     @Test

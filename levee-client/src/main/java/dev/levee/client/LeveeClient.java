@@ -36,11 +36,19 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Per check: classify the request (§3); take the cached list of active limiters from the
  * observer; rank them for the resource with HRW and keep the top {@code g = min(DF, active)}; ask
- * the group's members in round-robin order, skipping members in local back-off; a member that
+ * the group's members in round-robin order, members in local back-off last; a member that
  * fails (connection refused, timeout, HTTP 5xx or anything but 200/429) is skipped for the rest of
- * the request, backed off for {@code backoff}, and the next member is asked. When no member
- * answers, the result is {@link ClientDecision.Result#FAILED}. The list is refreshed every
- * {@code refresh}; when the observer is unreachable the last good list is kept.
+ * the request, backed off for {@code backoff}, and the next member is asked. When every member of
+ * the group failed for this check or is backed off, the check <em>spills over</em> to the next
+ * {@code g} limiters in HRW rank order (round-robin among them, the same {@code g} sent, so each
+ * decides with the rate share {@code rate / g}): the limiters that become the group once the
+ * observer drops the failed ones. Members in back-off are skipped straight to the spill-over and
+ * asked only as a last resort. At most {@code g} attempts beyond the first {@code g}, each started
+ * only if it can end within {@code checkDeadline} of the check's start; a decision from beyond the
+ * group is counted in {@code levee_client_results_total{result="spilled"}} and logged with
+ * {@code spilled=true}. When no limiter answers, the result is {@link ClientDecision.Result#FAILED}.
+ * The list is refreshed every {@code refresh}; when the observer is unreachable the last good list is
+ * kept.
  *
  * <p>A new list is not believed at once when it may be a gap rather than a change (issue 10): while
  * the observer marks its list not ready (a restarted observer for one heartbeat TTL, an observer
@@ -73,15 +81,24 @@ public final class LeveeClient implements AutoCloseable {
      * @param listGrace    how long a list that is empty or lost more than half its members is not
      *                     believed while the last list is kept (default 3 s, the observer's default TTL;
      *                     zero: believed at once)
+     * @param checkDeadline longest a check may take with its spill-over attempts: an attempt beyond the
+     *                     first {@code g} is started only if {@code checkTimeout} still fits before it
+     *                     (default {@value #DEFAULT_CHECK_DEADLINE_MS} ms, below NGINX's default check
+     *                     {@code --timeout} of 1 s; positive)
      */
     public record Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
-                          List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace) {
+                          List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
+                          Duration checkDeadline) {
         /** Requests outstanding per limiter before checks are batched, by default: 4. */
         public static final int DEFAULT_MAX_IN_FLIGHT = 4;
         /** Checks per batch at most, by default: 256. */
         public static final int DEFAULT_MAX_BATCH = 256;
         /** How long a sharply shrunk list is not believed, by default: 3 s (the observer's default TTL). */
         public static final Duration DEFAULT_LIST_GRACE = Duration.ofSeconds(3);
+        /** Longest a check may take with its spill-over attempts, by default, in ms: 900. */
+        public static final long DEFAULT_CHECK_DEADLINE_MS = 900;
+        /** {@link #DEFAULT_CHECK_DEADLINE_MS} as a duration. */
+        public static final Duration DEFAULT_CHECK_DEADLINE = Duration.ofMillis(DEFAULT_CHECK_DEADLINE_MS);
 
         /**
          * Validates and copies.
@@ -94,6 +111,9 @@ public final class LeveeClient implements AutoCloseable {
                     throw new IllegalArgumentException("durations must be positive");
                 }
             }
+            if (checkDeadline == null || checkDeadline.isNegative() || checkDeadline.isZero()) {
+                throw new IllegalArgumentException("check deadline must be positive");
+            }
             if (maxInFlight < 1 || maxInFlight > 1024) {
                 throw new IllegalArgumentException("requests in flight per limiter must be 1-1024, got " + maxInFlight);
             }
@@ -104,6 +124,13 @@ public final class LeveeClient implements AutoCloseable {
                 throw new IllegalArgumentException("list grace must not be negative");
             }
             baseDomains = List.copyOf(baseDomains);
+        }
+
+        /** Settings with the default check deadline. */
+        public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
+                       List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace) {
+            this(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace,
+                    DEFAULT_CHECK_DEADLINE);
         }
 
         /** Settings with the default list grace. */
@@ -188,6 +215,8 @@ public final class LeveeClient implements AutoCloseable {
     private final com.github.benmanes.caffeine.cache.Cache<String, AtomicLong> roundRobin =
             com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
     private volatile View view = new View(0, 1, List.of());
+    /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
+    private volatile boolean stopped;
     private volatile boolean observerReachable;
     private volatile boolean firstRefresh = true;
     private long refreshTimer = -1;
@@ -250,9 +279,9 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     private Future<Void> fetch() {
-        return http.request(new RequestOptions().setMethod(HttpMethod.GET).setHost(options.observer().host())
+        return request(new RequestOptions().setMethod(HttpMethod.GET).setHost(options.observer().host())
                         .setPort(options.observer().port()).setURI("/v1/limiters")
-                        .setTimeout(Math.max(500, options.refresh().toMillis())))
+                        .setIdleTimeout(Math.max(500, options.refresh().toMillis())))
                 .compose(r -> r.send())
                 .compose(resp -> resp.body().map(b -> {
                     if (resp.statusCode() != 200) {
@@ -339,6 +368,18 @@ public final class LeveeClient implements AutoCloseable {
         channels.keySet().retainAll(listed); // a dropped channel still finishes its own requests
     }
 
+    /**
+     * Starts a request; a closed HTTP client (after {@link #stop()}) throws {@code IllegalStateException}
+     * instead of failing the future, which left the checks waiting behind the request unanswered.
+     */
+    private Future<io.vertx.core.http.HttpClientRequest> request(RequestOptions o) {
+        try {
+            return http.request(o);
+        } catch (RuntimeException e) {
+            return Future.failedFuture(e);
+        }
+    }
+
     private Counter holds(String reason) {
         return Counter.builder("levee_client_list_holds_total")
                 .description("limiter lists not believed at once (observer not ready, or list shrunk sharply)")
@@ -395,34 +436,67 @@ public final class LeveeClient implements AutoCloseable {
 
     private Future<ClientDecision> decide(S3Request request) {
         S3Classification c = clamp(classifier.classify(request));
-        List<Member> group = group(c.resource());
-        int g = group.size();
+        View v = view;
+        int g = Rendezvous.groupSize(v.factor(), v.limiters().size());
         if (g == 0) {
             return Future.succeededFuture(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, 0),
                     "no active limiter"));
         }
-        // round-robin start, then members not in back-off first, members in back-off last
-        int start = (int) Math.floorMod(roundRobin.get(c.resource() + '\u0000' + c.operation().name(), r -> new AtomicLong()).getAndIncrement(), (long) g);
-        Member[] order = new Member[g];
-        int n = 0;
+        // the group, then up to g more in HRW rank order: those the check may spill over to
+        List<Member> ranked = Rendezvous.top(v.limiters(), Member::id, c.resource(), 2 * g);
+        long start = roundRobin.get(c.resource() + '\u0000' + c.operation().name(), r -> new AtomicLong()).getAndIncrement();
         long now = ticker.read();
-        for (int i = 0; i < g; i++) {
-            Member m = group.get((start + i) % g);
-            Long until = backedOffUntil.get(m.address());
-            if (until == null || now - until >= 0) {
-                order[n++] = m;
-            }
-        }
-        for (int i = 0; i < g; i++) {
-            Member m = group.get((start + i) % g);
-            Long until = backedOffUntil.get(m.address());
-            if (until != null && now - until < 0) {
-                order[n++] = m;
-            }
+        int[] idx = order(ranked.size(), g, start, i -> {
+            Long until = backedOffUntil.get(ranked.get(i).address());
+            return until != null && now - until < 0;
+        });
+        Member[] order = new Member[idx.length];
+        boolean[] beyond = new boolean[idx.length];
+        for (int k = 0; k < idx.length; k++) {
+            order[k] = ranked.get(idx[k]);
+            beyond[k] = idx[k] >= g;
         }
         Promise<ClientDecision> promise = Promise.promise();
-        attempt(c, order, 0, g, promise);
+        attempt(new Plan(c, order, beyond, g, now, promise), 0);
         return promise.future();
+    }
+
+    /**
+     * The order in which one check asks limiters (SPEC.md §5 and docs/decisions.md, "Spill-over"): the
+     * group's members not in back-off from the round-robin position on; then the members beyond the
+     * group not in back-off, round-robin among them from the same position; then the group's members in
+     * back-off; then those beyond it in back-off. Pure: no I/O, no clock.
+     *
+     * @param n         how many limiters were ranked: the group and those beyond it, {@code g ≤ n ≤ 2g}
+     *                  unless fewer are active ({@code n < g} is read as a group of {@code n})
+     * @param g         the group size {@code min(DF, active)}, ≥ 1
+     * @param start     the round-robin position (any long; taken modulo the set's size)
+     * @param backedOff whether the limiter at an HRW rank ({@code 0..n-1}) is in local back-off
+     * @return HRW ranks in asking order, each once; ranks {@code ≥ g} are beyond the group
+     */
+    static int[] order(int n, int g, long start, java.util.function.IntPredicate backedOff) {
+        int inGroup = Math.min(g, n);
+        int out = n - inGroup;
+        int[] order = new int[n];
+        int k = 0;
+        int first = (int) Math.floorMod(start, (long) inGroup);
+        int firstOut = out == 0 ? 0 : (int) Math.floorMod(start, (long) out);
+        for (int pass = 0; pass < 2; pass++) {
+            boolean wantBackedOff = pass == 1;
+            for (int j = 0; j < inGroup; j++) {
+                int r = (first + j) % inGroup;
+                if (backedOff.test(r) == wantBackedOff) {
+                    order[k++] = r;
+                }
+            }
+            for (int j = 0; j < out; j++) {
+                int r = inGroup + (firstOut + j) % out;
+                if (backedOff.test(r) == wantBackedOff) {
+                    order[k++] = r;
+                }
+            }
+        }
+        return order;
     }
 
     /** Longest resource or key a limiter accepts, in UTF-8 bytes (the S3 key limit). */
@@ -463,28 +537,52 @@ public final class LeveeClient implements AutoCloseable {
         }
     }
 
-    /** A check waiting for (or in) a request to one member of its group. */
-    private record Pending(S3Classification c, Member[] order, int i, int g, Promise<ClientDecision> promise,
-                           long queuedAt, byte[] json) {
+    /**
+     * One check's route: the limiters to ask in order ({@link #order}), which of them are beyond the
+     * group, the group size sent with every attempt, and when the check started (ticker ns).
+     */
+    private record Plan(S3Classification c, Member[] order, boolean[] beyond, int g, long startedAt,
+                        Promise<ClientDecision> promise) {
     }
 
-    private void attempt(S3Classification c, Member[] order, int i, int g, Promise<ClientDecision> promise) {
-        if (i >= order.length) {
-            promise.complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
-                    "no limiter of the group answered"));
+    /** A check waiting for (or in) a request to one limiter of its plan: {@code plan.order()[i]}. */
+    private record Pending(Plan plan, int i, long queuedAt, byte[] json) {
+        Member member() {
+            return plan.order()[i];
+        }
+    }
+
+    private void attempt(Plan plan, int i) {
+        S3Classification c = plan.c();
+        if (stopped) {
+            plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
+                    "levee-client is stopped"));
             return;
         }
-        Member m = order[i];
+        if (i >= plan.g() && i < plan.order().length
+                && ticker.read() - plan.startedAt() + options.checkTimeout().toNanos() > options.checkDeadline().toNanos()) {
+            count("spill_deadline");
+            plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
+                    "no limiter answered within the check deadline (" + options.checkDeadline().toMillis() + " ms)"));
+            return;
+        }
+        if (i >= plan.order().length) {
+            plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
+                    plan.order().length > plan.g() ? "no limiter of the group or beyond it answered"
+                            : "no limiter of the group answered"));
+            return;
+        }
+        Member m = plan.order()[i];
         HostPort addr;
         try {
             addr = HostPort.parse(m.address(), "limiter address");
         } catch (IllegalArgumentException e) {
-            attempt(c, order, i + 1, g, promise);
+            attempt(plan, i + 1);
             return;
         }
-        byte[] json = Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), g));
+        byte[] json = Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), plan.g()));
         channels.computeIfAbsent(m.address(), a -> new Channel(a, addr))
-                .submit(new Pending(c, order, i, g, promise, ticker.read(), json));
+                .submit(new Pending(plan, i, ticker.read(), json));
     }
 
     /**
@@ -523,7 +621,7 @@ public final class LeveeClient implements AutoCloseable {
                 send(List.of(p));
             } else {
                 count("queue_full");
-                attempt(p.c(), p.order(), p.i() + 1, p.g(), p.promise());
+                attempt(p.plan(), p.i() + 1);
             }
         }
 
@@ -558,7 +656,7 @@ public final class LeveeClient implements AutoCloseable {
             if (expired != null) {
                 count("queue_timeout", expired.size());
                 for (Pending p : expired) {
-                    attempt(p.c(), p.order(), p.i() + 1, p.g(), p.promise());
+                    attempt(p.plan(), p.i() + 1);
                 }
             }
             if (!batch.isEmpty()) {
@@ -583,8 +681,8 @@ public final class LeveeClient implements AutoCloseable {
                 body.appendString("]}");
             }
             long timeout = options.checkTimeout().toMillis();
-            http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
-                            .setURI(one ? "/v1/check" : "/v1/checks").setTimeout(timeout)
+            request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
+                            .setURI(one ? "/v1/check" : "/v1/checks").setIdleTimeout(timeout)
                             .putHeader("Content-Type", "application/json"))
                     .compose(r -> r.send(body))
                     .compose(resp -> resp.body().map(b -> parse(resp.statusCode(), b, one, batch.size())))
@@ -649,9 +747,14 @@ public final class LeveeClient implements AutoCloseable {
             switch (r) {
                 case "accepted", "rejected" -> {
                     boolean ok = r.equals("accepted");
-                    p.promise().complete(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
+                    boolean spilled = p.plan().beyond()[p.i()];
+                    if (spilled) {
+                        count("spilled");
+                    }
+                    p.plan().promise().complete(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
                             : ClientDecision.Result.REJECTED, ok ? 0 : Math.max(1, a.retryAfter()), a.remaining(),
-                            address, a.level(), a.limitKey(), p.c(), p.i() + 1), null));
+                            address, a.level(), a.limitKey(), p.plan().c(), p.i() + 1),
+                            null, spilled));
                 }
                 case "invalid" -> refused(p, "limiter refused the check: " + a.error());
                 default -> failed(List.of(p), new IllegalStateException("limiter answered '" + r + "'"));
@@ -661,24 +764,30 @@ public final class LeveeClient implements AutoCloseable {
         private void refused(Pending p, String why) {
             // asking another member would get the same answer; the limiter is healthy
             count("limiter_refused");
-            p.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, address, null,
-                    null, p.c(), p.i() + 1), why));
+            p.plan().promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, address, null,
+                    null, p.plan().c(), p.i() + 1), why));
         }
 
         private void failed(List<Pending> batch, Throwable e) {
+            if (stopped) {
+                for (Pending p : batch) {
+                    attempt(p.plan(), p.i() + 1); // fails as stopped: the limiter is not to blame
+                }
+                return;
+            }
             if (e instanceof Refused) {
                 for (Pending p : batch) {
                     refused(p, "limiter refused the check: " + e.getMessage());
                 }
                 return;
             }
-            Member m = batch.get(0).order()[batch.get(0).i()];
+            Member m = batch.get(0).member();
             backedOffUntil.put(address, ticker.read() + options.backoff().toNanos());
             LOG.warn("limiter {} ({}) failed: {}; backing off {} ms ({} checks fail over)", m.id(), addr,
                     e.getMessage(), options.backoff().toMillis(), batch.size());
             count("limiter_failure", batch.size());
             for (Pending p : batch) {
-                attempt(p.c(), p.order(), p.i() + 1, p.g(), p.promise());
+                attempt(p.plan(), p.i() + 1);
             }
         }
     }
@@ -693,13 +802,18 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     private ClientDecision done(ClientDecision d, String why) {
+        return done(d, why, false);
+    }
+
+    /** Counts and logs a result; {@code spilled}: decided by a limiter beyond the group. */
+    private ClientDecision done(ClientDecision d, String why, boolean spilled) {
         count(d.result().word());
         if (LOG.isInfoEnabled()) {
-            LOG.info("result={} limiter={} resource={} key={} op={} level={} retry_after={} attempts={}{}",
+            LOG.info("result={} limiter={} resource={} key={} op={} level={} retry_after={} attempts={}{}{}",
                     d.result().word(), d.limiter() == null ? "-" : d.limiter(),
                     LogText.escape(d.classification().resource()), LogText.escape(d.classification().key()),
                     d.classification().operation(), d.level() == null ? "-" : d.level(), d.retryAfter(), d.attempts(),
-                    why == null ? "" : " reason=" + LogText.escape(why, 400));
+                    spilled ? " spilled=true" : "", why == null ? "" : " reason=" + LogText.escape(why, 400));
         }
         return d;
     }
@@ -713,8 +827,12 @@ public final class LeveeClient implements AutoCloseable {
                 .description("check results and limiter failures").tag("result", what).register(registry)).increment(n);
     }
 
-    /** Stops refreshing and closes connections. */
+    /**
+     * Stops refreshing and closes connections. Checks still waiting for a limiter, and checks made from
+     * then on, are answered {@link ClientDecision.Result#FAILED} ("levee-client is stopped") at once.
+     */
     public Future<Void> stop() {
+        stopped = true;
         if (refreshTimer >= 0) {
             vertx.cancelTimer(refreshTimer);
         }
