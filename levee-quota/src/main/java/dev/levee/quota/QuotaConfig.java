@@ -2,12 +2,14 @@ package dev.levee.quota;
 
 import dev.levee.core.S3Operation;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.HashMap;
+import java.util.AbstractMap;
+import java.util.AbstractSet;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Holds one validated snapshot of the quota configuration and resolves which quota, and which
@@ -54,27 +56,37 @@ public final class QuotaConfig {
     private final int factor;
     private final Quota defaultQuota;
     private final Map<S3Operation, Quota> methodsDefault;
-    private final Map<String, ResourceQuotas> resources;
-
-    private final Map<String, PrefixIndex> index;
+    private final Map<String, PrefixIndex> index;  // in configured order; the only per-resource map
+    private final Map<String, ResourceQuotas> resources; // read-only view of index
     private final Quota[] methodsDefaultQuota;     // by operation ordinal, after the ListObjects rule
     private final String[] methodsDefaultSuffix;   // "#ListObjects" for ListObjectsV2 when it falls back
     private final S3Operation[] methodsDefaultOp;
 
     private QuotaConfig(Builder b) {
+        QuotaConfig base = b.base;
+        Map<String, PrefixIndex> reusable = base == null ? Map.of() : base.index;
         List<ConfigProblem> problems = new ArrayList<>(QuotaRules.checkFactor(b.factor, "factor"));
         if (b.defaultQuota == null) {
             problems.add(ConfigProblem.of("default", "required: the quota for requests that match nothing more specific"));
         }
         problems.addAll(QuotaRules.checkMethods(b.methodsDefault, "methods_default", null));
-        b.resources.forEach((name, rq) -> problems.addAll(QuotaRules.checkResource(name, rq, ConfigPath.key("resources", name))));
+        PrefixIndex[] kept = new PrefixIndex[b.resources.size()];
+        int n = 0;
+        for (Map.Entry<String, ResourceQuotas> e : b.resources.entrySet()) {
+            PrefixIndex old = reusable.get(e.getKey());
+            if (old != null && (old.config() == e.getValue() || old.config().equals(e.getValue()))) {
+                kept[n] = old; // validated under this name when base was built
+            } else {
+                problems.addAll(QuotaRules.checkResource(e.getKey(), e.getValue(), ConfigPath.key("resources", e.getKey())));
+            }
+            n++;
+        }
         if (!problems.isEmpty()) {
             throw new QuotaConfigException(problems);
         }
         this.factor = b.factor;
         this.defaultQuota = b.defaultQuota;
         this.methodsDefault = PrefixRule.copyOf(b.methodsDefault);
-        this.resources = Collections.unmodifiableMap(new LinkedHashMap<>(b.resources));
 
         methodsDefaultQuota = new Quota[OPS.length];
         methodsDefaultSuffix = new String[OPS.length];
@@ -87,10 +99,21 @@ public final class QuotaConfig {
                 methodsDefaultOp[op.ordinal()] = configured;
             }
         }
-        Map<String, PrefixIndex> compiled = new HashMap<>();
-        this.resources.forEach((name, rq) -> compiled.put(name, new PrefixIndex(
-                name, rq, methodsDefaultAnswers(name), defaultAnswer(name))));
-        this.index = compiled;
+        boolean sameFallback = base != null && base.defaultQuota.equals(defaultQuota)
+                && base.methodsDefault.equals(methodsDefault);
+        Map<String, PrefixIndex> compiled = new LinkedHashMap<>(Math.max(16, (int) (b.resources.size() / 0.75f) + 1));
+        n = 0;
+        for (Map.Entry<String, ResourceQuotas> e : b.resources.entrySet()) {
+            PrefixIndex p = kept[n++];
+            if (p == null) {
+                p = PrefixIndex.compile(e.getKey(), e.getValue(), fallback(e.getKey()));
+            } else if (!sameFallback && p.usesFallback()) {
+                p = p.withFallback(fallback(e.getKey()));
+            }
+            compiled.put(e.getKey(), p);
+        }
+        this.index = compiled; // never exposed: resources() is a read-only view
+        this.resources = new ResourcesView(index);
     }
 
     /**
@@ -124,7 +147,8 @@ public final class QuotaConfig {
      * @return a new builder
      */
     public Builder toBuilder() {
-        return builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(methodsDefault).resources(resources);
+        return builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(methodsDefault).resources(resources)
+                .reuse(this);
     }
 
     /**
@@ -193,19 +217,28 @@ public final class QuotaConfig {
         return defaultAnswer(resource);
     }
 
-    private ResolvedQuota[] methodsDefaultAnswers(String resource) {
-        ResolvedQuota[] answers = new ResolvedQuota[OPS.length];
+    private PrefixIndex.Fallback fallback(String resource) {
+        ResolvedQuota[] answers = null;
         for (int i = 0; i < OPS.length; i++) {
             if (methodsDefaultQuota[i] != null) {
+                if (answers == null) {
+                    answers = new ResolvedQuota[OPS.length];
+                }
                 answers[i] = new ResolvedQuota(methodsDefaultQuota[i], QuotaLevel.METHODS_DEFAULT,
                         LimitKeys.methodsDefaultKey(resource, methodsDefaultSuffix[i]), null, methodsDefaultOp[i]);
             }
         }
-        return answers;
+        return new PrefixIndex.Fallback(answers, defaultAnswer(resource));
     }
 
     private ResolvedQuota defaultAnswer(String resource) {
         return new ResolvedQuota(defaultQuota, QuotaLevel.DEFAULT, LimitKeys.defaultKey(resource), null, null);
+    }
+
+    /** Tells whether {@code resource} uses the same built entry in both configurations (for tests). */
+    static boolean sharesEntry(QuotaConfig a, QuotaConfig b, String resource) {
+        PrefixIndex p = a.index.get(resource);
+        return p != null && p == b.index.get(resource);
     }
 
     /**
@@ -218,7 +251,22 @@ public final class QuotaConfig {
                 && factor == other.factor
                 && defaultQuota.equals(other.defaultQuota)
                 && methodsDefault.equals(other.methodsDefault)
-                && resources.equals(other.resources);
+                && sameResources(index, other.index);
+    }
+
+    private static boolean sameResources(Map<String, PrefixIndex> a, Map<String, PrefixIndex> b) {
+        if (a.size() != b.size()) {
+            return false;
+        }
+        for (Map.Entry<String, PrefixIndex> e : a.entrySet()) {
+            PrefixIndex mine = e.getValue();
+            PrefixIndex theirs = b.get(e.getKey());
+            if (theirs == null || (theirs != mine && theirs.config() != mine.config()
+                    && !theirs.config().equals(mine.config()))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override
@@ -241,8 +289,24 @@ public final class QuotaConfig {
         private Quota defaultQuota;
         private final Map<S3Operation, Quota> methodsDefault = new LinkedHashMap<>();
         private final Map<String, ResourceQuotas> resources = new LinkedHashMap<>();
+        private QuotaConfig base;
 
         private Builder() {
+        }
+
+        /**
+         * Lets {@link #build()} reuse the validated, compiled entry of {@code previous} for every
+         * resource whose quotas are the same instance as, or equal to, that resource's quotas in
+         * {@code previous}: such a resource is neither validated nor compiled again. The result is
+         * the same configuration as without; only the work and the memory differ. {@link
+         * QuotaConfig#toBuilder()} sets this to the configuration it came from.
+         *
+         * @param previous an earlier configuration, or {@code null} for none
+         * @return this builder
+         */
+        public Builder reuse(QuotaConfig previous) {
+            this.base = previous;
+            return this;
         }
 
         /**
@@ -302,10 +366,12 @@ public final class QuotaConfig {
          * @throws NullPointerException if {@code quotas} is or contains {@code null}
          */
         public Builder resources(Map<String, ResourceQuotas> quotas) {
-            Map<String, ResourceQuotas> copy = new LinkedHashMap<>();
-            quotas.forEach((name, rq) -> copy.put(Objects.requireNonNull(name, "resource"), Objects.requireNonNull(rq, "quotas")));
+            quotas.forEach((name, rq) -> {
+                Objects.requireNonNull(name, "resource");
+                Objects.requireNonNull(rq, "quotas");
+            });
             resources.clear();
-            resources.putAll(copy);
+            resources.putAll(quotas);
             return this;
         }
 
@@ -331,6 +397,58 @@ public final class QuotaConfig {
          */
         public QuotaConfig build() {
             return new QuotaConfig(this);
+        }
+    }
+
+    /** The read-only {@code resources()} map: a view of the built entries, so no second map per resource. */
+    private static final class ResourcesView extends AbstractMap<String, ResourceQuotas> {
+        private final Map<String, PrefixIndex> index;
+
+        ResourcesView(Map<String, PrefixIndex> index) {
+            this.index = index;
+        }
+
+        @Override
+        public ResourceQuotas get(Object key) {
+            PrefixIndex p = index.get(key);
+            return p == null ? null : p.config();
+        }
+
+        @Override
+        public boolean containsKey(Object key) {
+            return index.containsKey(key);
+        }
+
+        @Override
+        public int size() {
+            return index.size();
+        }
+
+        @Override
+        public Set<Entry<String, ResourceQuotas>> entrySet() {
+            return new AbstractSet<>() {
+                @Override
+                public Iterator<Entry<String, ResourceQuotas>> iterator() {
+                    Iterator<Map.Entry<String, PrefixIndex>> it = index.entrySet().iterator();
+                    return new Iterator<>() {
+                        @Override
+                        public boolean hasNext() {
+                            return it.hasNext();
+                        }
+
+                        @Override
+                        public Entry<String, ResourceQuotas> next() {
+                            Map.Entry<String, PrefixIndex> e = it.next();
+                            return new AbstractMap.SimpleImmutableEntry<>(e.getKey(), e.getValue().config());
+                        }
+                    };
+                }
+
+                @Override
+                public int size() {
+                    return index.size();
+                }
+            };
         }
     }
 }
