@@ -48,6 +48,35 @@ import java.util.Set;
  * The counter of each answer is named by {@link ResolvedQuota#limitKey()}.
  *
  * <p>Validation rules beyond the spec's wording are listed in {@link QuotaRules}.
+ *
+ * <h2>Memory and incremental builds (design)</h2>
+ * A site may configure 100 000 buckets; a limiter holds one snapshot and rebuilds it after every etcd
+ * change. Three choices keep that cheap:
+ * <ul>
+ *   <li><b>One map per snapshot.</b> The only per-resource structure is {@code index}: resource name →
+ *       {@link PrefixIndex}, the bucket's validated, compiled entry, which also holds the
+ *       {@link ResourceQuotas} it was built from; {@link #resources()} is a read-only view of it, not a
+ *       second map.</li>
+ *   <li><b>Compact entries.</b> A {@link PrefixIndex} is a sorted array of literal prefixes (the
+ *       configuration's own strings) and a parallel array of precomputed answers, searched by binary
+ *       search instead of a trie of one node per character; per-operation arrays exist only for entries
+ *       with {@code methods}, and the answers of steps 3–4 only for a resource without a quota of its own
+ *       (step 2 always answers before them). For 100 000 buckets of seven prefixes this is about 1 KiB
+ *       per bucket, about as much as the parsed values (it was six times as much with the trie).</li>
+ *   <li><b>Structural sharing.</b> {@link Builder#reuse} (set by {@link #toBuilder()}, and by the etcd
+ *       source through its parse cache) hands the previous snapshot to the build: a resource whose
+ *       quotas are the same instance as, or equal to, those it had there keeps its entry as is, neither
+ *       validated (it was, under the same name, when that snapshot was built) nor compiled again. If
+ *       {@code default} or {@code methods_default} changed, only entries of resources without a quota of
+ *       their own get new fallback answers ({@link PrefixIndex#withFallback}), sharing their prefix
+ *       arrays. A rebuild after one change therefore validates and compiles one bucket and does linear
+ *       work only in map operations (one new {@code index} map), milliseconds rather than seconds for
+ *       100 000 buckets (docs/BENCHMARKS.md, "Large quota configurations").</li>
+ * </ul>
+ * Sharing does not weaken SPEC.md §4: a snapshot is never modified after its constructor returns,
+ * shared entries are immutable, and a new snapshot is a new object that the source swaps in with one
+ * volatile write, so a decision that read one snapshot sees only that version. Validation stays whole:
+ * a build with any invalid part throws and produces no snapshot, so the last good one stays in force.
  */
 public final class QuotaConfig {
 
