@@ -115,9 +115,11 @@ public final class QuotaRules {
      * @return the problems in the order of the entries, empty when valid
      */
     public static List<ConfigProblem> checkResource(String name, ResourceQuotas resource, String path) {
-        if (plainlyValid(name, resource)) {
-            return List.of();
-        }
+        return plainlyValid(name, resource) ? List.of() : checkResourceFully(name, resource, path);
+    }
+
+    /** {@link #checkResource} without the allocation-free fast path (the properties compare both). */
+    static List<ConfigProblem> checkResourceFully(String name, ResourceQuotas resource, String path) {
         List<ConfigProblem> problems = new ArrayList<>(checkResourceName(name, path));
         String listPath = ConfigPath.field(path, "prefixes");
         Map<String, Integer> firstIndex = new HashMap<>();
