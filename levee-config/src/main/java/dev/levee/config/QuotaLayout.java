@@ -65,12 +65,18 @@ public final class QuotaLayout {
     }
 
     /**
-     * Remembers parsed {@code resources/<bucket>} values between builds, so that rebuilding a large
-     * configuration after one change parses only the changed values. Not thread-safe: one per source,
-     * used by the thread that applies updates.
+     * Remembers parsed {@code resources/<bucket>} values and the last configuration built between
+     * builds, so that rebuilding a large configuration after one change parses, validates and compiles
+     * only the changed values: an unchanged value yields the same {@link ResourceQuotas} instance, and
+     * {@link QuotaConfig.Builder#reuse} then keeps that bucket's built entry. Not thread-safe: one per
+     * source, used by the thread that applies updates.
      */
+    private record Parsed(String value, String bucket, ResourceQuotas quotas) {
+    }
+
     public static final class ParseCache {
-        private final Map<String, Map.Entry<String, ResourceQuotas>> parsed = new java.util.HashMap<>();
+        private final Map<String, Parsed> parsed = new java.util.HashMap<>();
+        private QuotaConfig lastBuilt;
 
         /** Returns the number of values held. */
         public int size() {
@@ -92,14 +98,22 @@ public final class QuotaLayout {
         List<ConfigProblem> problems = new ArrayList<>();
         QuotaConfig.Builder b = QuotaConfig.builder();
         boolean haveDefault = false;
-        Map<String, ResourceQuotas> resources = new TreeMap<>();
+        int resources = 0; // put straight into the builder, in key order
         for (Map.Entry<String, String> e : (values instanceof java.util.SortedMap<String, String> sorted
                 && sorted.comparator() == null ? values : new TreeMap<>(values)).entrySet()) {
             String key = e.getKey();
-            String full = prefix + key;
             if (!isQuotaKey(key)) {
                 continue;
             }
+            if (cache != null && key.startsWith(RESOURCES)) {
+                Parsed hit = cache.parsed.get(key);
+                if (hit != null && hit.value().equals(e.getValue())) { // the same String while etcd's value is unchanged
+                    b.resource(hit.bucket(), hit.quotas());
+                    resources++;
+                    continue;
+                }
+            }
+            String full = prefix + key;
             try {
                 if (key.equals(FACTOR)) {
                     b.factor(QuotaConfigLoader.parseFactor(e.getValue(), full));
@@ -110,17 +124,12 @@ public final class QuotaLayout {
                     b.methodsDefault(QuotaConfigLoader.parseMethods(e.getValue(), full));
                 } else if (key.startsWith(RESOURCES) && key.length() > RESOURCES.length()) {
                     String bucket = key.substring(RESOURCES.length());
-                    Map.Entry<String, ResourceQuotas> hit = cache == null ? null : cache.parsed.get(key);
-                    ResourceQuotas r;
-                    if (hit != null && hit.getKey().equals(e.getValue())) {
-                        r = hit.getValue();
-                    } else {
-                        r = QuotaConfigLoader.parseResource(bucket, e.getValue(), full);
-                        if (cache != null) {
-                            cache.parsed.put(key, Map.entry(e.getValue(), r));
-                        }
+                    ResourceQuotas r = QuotaConfigLoader.parseResource(bucket, e.getValue(), full);
+                    if (cache != null) {
+                        cache.parsed.put(key, new Parsed(e.getValue(), bucket, r));
                     }
-                    resources.put(bucket, r);
+                    b.resource(bucket, r);
+                    resources++;
                 } else {
                     problems.add(new ConfigProblem(full, "key", null, "unknown key: expected " + prefix + FACTOR + ", "
                             + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT + " or " + prefix + RESOURCES + "<bucket>"));
@@ -129,7 +138,7 @@ public final class QuotaLayout {
                 problems.addAll(ex.problems());
             }
         }
-        if (cache != null && cache.parsed.size() > resources.size()) {
+        if (cache != null && cache.parsed.size() > resources) {
             cache.parsed.keySet().removeIf(k -> !values.containsKey(k));
         }
         if (!haveDefault && problems.stream().noneMatch(p -> p.location().equals(prefix + DEFAULT))) {
@@ -138,8 +147,12 @@ public final class QuotaLayout {
         if (!problems.isEmpty()) {
             throw new QuotaConfigException(problems);
         }
-        b.resources(resources);
-        return b.build();
+        if (cache == null) {
+            return b.build();
+        }
+        QuotaConfig built = b.reuse(cache.lastBuilt).build();
+        cache.lastBuilt = built;
+        return built;
     }
 
     /**

@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * snapshot at one revision, read in pages ({@link EtcdSnapshot}), then watches the prefix from the
  * next revision. After each watch response the map is rebuilt, on the source's own thread, into a
  * {@link QuotaConfig} and validated whole (responses that arrive during a rebuild are folded into the
- * next one; values unchanged since the last rebuild are not parsed again): a valid result is swapped in atomically; an invalid one is refused with a log line
+ * next one; a value unchanged since the last rebuild is not parsed, validated or compiled again: its bucket's
+ * built entry is shared with the new snapshot, see {@link QuotaConfig}, "Memory and incremental builds"): a valid result is swapped in atomically; an invalid one is refused with a log line
  * naming the etcd key and field and counted, and the last good configuration stays in force. Because
  * the raw map always equals etcd's state, a later fix of the bad key makes the whole configuration
  * valid again, and the final state always equals etcd's.

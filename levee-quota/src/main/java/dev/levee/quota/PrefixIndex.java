@@ -2,68 +2,219 @@ package dev.levee.quota;
 
 import dev.levee.core.S3Operation;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 
 /**
- * Resolves the requests of one configured resource: a trie over the literal prefixes finds the
- * longest matching entry without allocating, and every answer that does not depend on the
- * object key is precomputed.
+ * Resolves the requests of one configured resource: the validated, compiled form of one
+ * {@code resources.<bucket>} value, built once and then shared by every later snapshot whose value
+ * for that bucket is the same (see {@link QuotaConfig}, "Memory and incremental builds").
+ *
+ * <h2>Layout</h2>
+ * The literal prefixes are held in one sorted {@code String[]} (the prefix strings of the
+ * configuration themselves for non-wildcard entries), beside a parallel array of answers: a
+ * precomputed {@link ResolvedQuota} for a non-wildcard entry without methods (the usual case), a
+ * {@code ResolvedQuota[]} by operation for a non-wildcard entry with methods, an {@link Entry} for a
+ * wildcard entry, whose answers depend on the object key. Nothing is held for what does not exist: no
+ * per-operation arrays for entries without methods, no fallback answers for a resource with its own
+ * quota (step 2 always answers before them), no arrays at all for a resource without prefixes.
+ *
+ * <h2>Longest match without a trie</h2>
+ * Let {@code c} be the greatest literal ≤ the key (binary search). Every literal {@code p} that is a
+ * prefix of the key lies between {@code p} and the key in order, so {@code p ≤ c} and {@code p} is also
+ * a prefix of {@code c}: the longest matching literal is a prefix of {@code lcp(c, key)}. If {@code c}
+ * itself is a prefix of the key it is the answer; otherwise the search repeats on the key's first
+ * {@code lcp} characters, with a strictly smaller candidate each time. Nothing is allocated; a
+ * resource with {@code n} prefixes costs {@code O(log n)} comparisons per nesting level of its prefixes.
  */
 final class PrefixIndex {
 
     private static final S3Operation[] OPS = S3Operation.values();
+    private static final String[] NO_LITERALS = {};
+    private static final Object[] NO_ANSWERS = {};
 
-    private final Node root;
-    private final ResolvedQuota resourceLevel;
-    private final ResolvedQuota[] methodsDefault;
-    private final ResolvedQuota defaultLevel;
+    private final ResourceQuotas config;
+    private final String[] literals;           // sorted (String order), unique
+    private final Object[] answers;            // parallel to literals: ResolvedQuota, ResolvedQuota[] or Entry
+    private final ResolvedQuota resourceLevel; // null when the resource has no quota
+    private final Fallback fallback;           // steps 3 and 4; null when resourceLevel is set
 
-    PrefixIndex(String resource, ResourceQuotas config, ResolvedQuota[] methodsDefault, ResolvedQuota defaultLevel) {
-        this.root = new Node();
-        List<PrefixRule> prefixes = config.prefixes();
-        for (PrefixRule rule : prefixes) {
-            root.insert(rule.literal(), new Entry(resource, rule));
+    /** Steps 3 and 4 for one resource: methods_default answers by operation (or null) and the default. */
+    record Fallback(ResolvedQuota[] byMethod, ResolvedQuota byDefault) {
+        ResolvedQuota answer(S3Operation op) {
+            ResolvedQuota m = byMethod == null ? null : byMethod[op.ordinal()];
+            return m != null ? m : byDefault;
         }
-        this.resourceLevel = config.quota() == null
+    }
+
+    private PrefixIndex(ResourceQuotas config, String[] literals, Object[] answers, ResolvedQuota resourceLevel,
+            Fallback fallback) {
+        this.config = config;
+        this.literals = literals;
+        this.answers = answers;
+        this.resourceLevel = resourceLevel;
+        this.fallback = fallback;
+    }
+
+    /**
+     * Compiles a validated resource.
+     *
+     * @param resource the resource name
+     * @param config   its quotas, already validated
+     * @param fallback steps 3 and 4 for this resource; used only when it has no quota of its own
+     */
+    static PrefixIndex compile(String resource, ResourceQuotas config, Fallback fallback) {
+        List<PrefixRule> prefixes = config.prefixes();
+        String[] literals = NO_LITERALS;
+        Object[] answers = NO_ANSWERS;
+        if (!prefixes.isEmpty()) {
+            Integer[] order = new Integer[prefixes.size()];
+            String[] lit = new String[prefixes.size()];
+            for (int i = 0; i < order.length; i++) {
+                order[i] = i;
+                lit[i] = prefixes.get(i).literal();
+            }
+            Arrays.sort(order, Comparator.comparing(i -> lit[i])); // stable: equal literals keep their order
+            int unique = 0;
+            for (int i = 0; i < order.length; i++) {
+                if (i == 0 || !lit[order[i]].equals(lit[order[i - 1]])) {
+                    unique++;
+                }
+            }
+            literals = new String[unique];
+            answers = new Object[unique];
+            int at = -1;
+            for (int i = 0; i < order.length; i++) {
+                if (i > 0 && lit[order[i]].equals(lit[order[i - 1]])) {
+                    continue; // equal literal length: the entry listed first wins
+                }
+                PrefixRule rule = prefixes.get(order[i]);
+                literals[++at] = rule.wildcard() ? lit[order[i]] : rule.prefix();
+                answers[at] = compileEntry(resource, rule);
+            }
+        }
+        ResolvedQuota resourceLevel = config.quota() == null
                 ? null
                 : new ResolvedQuota(config.quota(), QuotaLevel.RESOURCE, LimitKeys.resourceKey(resource), null, null);
-        this.methodsDefault = methodsDefault;
-        this.defaultLevel = defaultLevel;
+        return new PrefixIndex(config, literals, answers, resourceLevel, resourceLevel == null ? fallback : null);
+    }
+
+    /** Returns the resource's quotas this index was compiled from. */
+    ResourceQuotas config() {
+        return config;
+    }
+
+    /** Tells whether the answers depend on methods_default and default (the resource has no quota). */
+    boolean usesFallback() {
+        return resourceLevel == null;
+    }
+
+    /** Returns this index with other steps 3 and 4, sharing everything else. */
+    PrefixIndex withFallback(Fallback other) {
+        return resourceLevel != null ? this : new PrefixIndex(config, literals, answers, null, other);
+    }
+
+    private static Object compileEntry(String resource, PrefixRule rule) {
+        String prefix = rule.prefix();
+        String base = LimitKeys.prefixKey(resource, prefix);
+        if (rule.wildcard()) {
+            return new Entry(rule, base);
+        }
+        ResolvedQuota byQuota = rule.quota() == null ? null
+                : new ResolvedQuota(rule.quota(), QuotaLevel.PREFIX, base, prefix, null);
+        if (rule.methods().isEmpty()) {
+            return byQuota;
+        }
+        ResolvedQuota[] byOp = new ResolvedQuota[OPS.length];
+        for (S3Operation op : OPS) {
+            S3Operation configured = LimitKeys.configuredFor(rule.methods(), op);
+            byOp[op.ordinal()] = configured == null ? byQuota : new ResolvedQuota(rule.methods().get(configured),
+                    QuotaLevel.PREFIX_METHOD, base + LimitKeys.operationSuffix(configured), prefix, configured);
+        }
+        return byOp;
     }
 
     /** Applies SPEC.md §4 steps 1–4 to a request of this resource. */
     ResolvedQuota resolve(String key, S3Operation op) {
-        Entry entry = root.longestMatch(key);
-        if (entry != null) {
-            ResolvedQuota hit = entry.resolve(key, op);
+        int at = longestMatch(key);
+        if (at >= 0) {
+            Object a = answers[at];
+            ResolvedQuota hit = a instanceof ResolvedQuota fixed ? fixed
+                    : a instanceof ResolvedQuota[] byOp ? byOp[op.ordinal()]
+                    : ((Entry) a).resolve(key, op);
             if (hit != null) {
                 return hit;
             }
         }
-        if (resourceLevel != null) {
-            return resourceLevel;
-        }
-        ResolvedQuota byMethod = methodsDefault[op.ordinal()];
-        return byMethod != null ? byMethod : defaultLevel;
+        return resourceLevel != null ? resourceLevel : fallback.answer(op);
     }
 
-    /** One prefix entry, compiled: by operation ordinal, the quota and the counter. */
+    /** Returns the index of the longest literal that is a prefix of {@code key}, or -1. */
+    private int longestMatch(String key) {
+        String[] lit = literals;
+        int limit = key.length();
+        int hi = lit.length - 1;
+        while (hi >= 0) {
+            // greatest literal ≤ key[0, limit) among lit[0..hi]
+            int lo = 0;
+            int found = -1;
+            while (lo <= hi) {
+                int mid = (lo + hi) >>> 1;
+                if (compare(lit[mid], key, limit) <= 0) {
+                    found = mid;
+                    lo = mid + 1;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            if (found < 0) {
+                return -1;
+            }
+            String c = lit[found];
+            int common = commonPrefix(c, key, limit);
+            if (common == c.length()) {
+                return found;
+            }
+            limit = common;  // key[0, common) is a proper prefix of c, so c > it: search below c
+            hi = found - 1;
+        }
+        return -1;
+    }
+
+    /** Compares {@code a} with {@code key[0, limit)} in {@link String#compareTo} order. */
+    private static int compare(String a, String key, int limit) {
+        int n = Math.min(a.length(), limit);
+        for (int i = 0; i < n; i++) {
+            int d = a.charAt(i) - key.charAt(i);
+            if (d != 0) {
+                return d;
+            }
+        }
+        return a.length() - limit;
+    }
+
+    private static int commonPrefix(String a, String key, int limit) {
+        int n = Math.min(a.length(), limit);
+        int i = 0;
+        while (i < n && a.charAt(i) == key.charAt(i)) {
+            i++;
+        }
+        return i;
+    }
+
+    /** A wildcard entry: every answer names the object key, so only the parts are precomputed. */
     private static final class Entry {
         private final String prefix;
-        private final boolean wildcard;
         private final Quota quota;
-        private final String quotaKey;               // the whole key, or the stem before the object key
+        private final String quotaKey;               // the stem before the object key
         private final Quota[] opQuota;               // null when the entry has no methods
         private final S3Operation[] opConfigured;
         private final String[] opKey;
-        private final ResolvedQuota[] fixed;         // precomputed answers of a non-wildcard entry
 
-        Entry(String resource, PrefixRule rule) {
+        Entry(PrefixRule rule, String base) {
             this.prefix = rule.prefix();
-            this.wildcard = rule.wildcard();
             this.quota = rule.quota();
-            String base = LimitKeys.prefixKey(resource, prefix);
-            this.quotaKey = wildcard ? base + "@" : base;
+            this.quotaKey = base + "@";
             if (rule.methods().isEmpty()) {
                 opQuota = null;
                 opConfigured = null;
@@ -78,91 +229,19 @@ final class PrefixIndex {
                         int i = op.ordinal();
                         opQuota[i] = rule.methods().get(configured);
                         opConfigured[i] = configured;
-                        opKey[i] = base + LimitKeys.operationSuffix(configured) + (wildcard ? "@" : "");
+                        opKey[i] = base + LimitKeys.operationSuffix(configured) + "@";
                     }
                 }
             }
-            this.fixed = wildcard ? null : precompute();
-        }
-
-        private ResolvedQuota[] precompute() {
-            ResolvedQuota[] answers = new ResolvedQuota[OPS.length];
-            ResolvedQuota byQuota = quota == null ? null : new ResolvedQuota(quota, QuotaLevel.PREFIX, quotaKey, prefix, null);
-            for (S3Operation op : OPS) {
-                int i = op.ordinal();
-                answers[i] = opQuota != null && opQuota[i] != null
-                        ? new ResolvedQuota(opQuota[i], QuotaLevel.PREFIX_METHOD, opKey[i], prefix, opConfigured[i])
-                        : byQuota;
-            }
-            return answers;
         }
 
         /** Returns the entry's answer, or {@code null} to continue with step 2. */
         ResolvedQuota resolve(String key, S3Operation op) {
             int i = op.ordinal();
-            if (!wildcard) {
-                return fixed[i];
-            }
             if (opQuota != null && opQuota[i] != null) {
                 return new ResolvedQuota(opQuota[i], QuotaLevel.PREFIX_METHOD, opKey[i].concat(key), prefix, opConfigured[i]);
             }
             return quota == null ? null : new ResolvedQuota(quota, QuotaLevel.PREFIX, quotaKey.concat(key), prefix, null);
-        }
-    }
-
-    /** A trie node; children sorted by their character for binary search. */
-    private static final class Node {
-        private static final char[] NO_LABELS = {};
-        private static final Node[] NO_CHILDREN = {};
-
-        private char[] labels = NO_LABELS;
-        private Node[] children = NO_CHILDREN;
-        private Entry entry;
-
-        void insert(String literal, Entry value) {
-            Node node = this;
-            for (int i = 0; i < literal.length(); i++) {
-                node = node.childOrCreate(literal.charAt(i));
-            }
-            if (node.entry == null) { // equal literal length: the entry listed first wins
-                node.entry = value;
-            }
-        }
-
-        Entry longestMatch(String key) {
-            Entry best = entry;
-            Node node = this;
-            for (int i = 0; i < key.length(); i++) {
-                int at = Arrays.binarySearch(node.labels, key.charAt(i));
-                if (at < 0) {
-                    break;
-                }
-                node = node.children[at];
-                if (node.entry != null) {
-                    best = node.entry;
-                }
-            }
-            return best;
-        }
-
-        private Node childOrCreate(char c) {
-            int at = Arrays.binarySearch(labels, c);
-            if (at >= 0) {
-                return children[at];
-            }
-            int insertAt = -at - 1;
-            Node child = new Node();
-            char[] newLabels = new char[labels.length + 1];
-            Node[] newChildren = new Node[children.length + 1];
-            System.arraycopy(labels, 0, newLabels, 0, insertAt);
-            System.arraycopy(children, 0, newChildren, 0, insertAt);
-            newLabels[insertAt] = c;
-            newChildren[insertAt] = child;
-            System.arraycopy(labels, insertAt, newLabels, insertAt + 1, labels.length - insertAt);
-            System.arraycopy(children, insertAt, newChildren, insertAt + 1, children.length - insertAt);
-            labels = newLabels;
-            children = newChildren;
-            return child;
         }
     }
 }

@@ -115,6 +115,11 @@ public final class QuotaRules {
      * @return the problems in the order of the entries, empty when valid
      */
     public static List<ConfigProblem> checkResource(String name, ResourceQuotas resource, String path) {
+        return plainlyValid(name, resource) ? List.of() : checkResourceFully(name, resource, path);
+    }
+
+    /** {@link #checkResource} without the allocation-free fast path (the properties compare both). */
+    static List<ConfigProblem> checkResourceFully(String name, ResourceQuotas resource, String path) {
         List<ConfigProblem> problems = new ArrayList<>(checkResourceName(name, path));
         String listPath = ConfigPath.field(path, "prefixes");
         Map<String, Integer> firstIndex = new HashMap<>();
@@ -138,6 +143,73 @@ public final class QuotaRules {
             }
         }
         return problems;
+    }
+
+    /**
+     * Tells, without allocating for a resource of up to 16 entries, that {@link #checkResource} would
+     * find nothing: the same rules, without building paths and messages. {@code false} means "look
+     * closer" (the full check then runs), also for any {@code #} in a prefix, where only the full
+     * check can tell whether limit keys collide (without a {@code #}, two distinct prefixes can never
+     * spell the same limit key).
+     */
+    private static boolean plainlyValid(String name, ResourceQuotas resource) {
+        if (name.isEmpty() || name.length() > MAX_RESOURCE_NAME_LENGTH || name.indexOf('/') >= 0
+                || unpairedSurrogate(name) >= 0) {
+            return false;
+        }
+        for (int i = 0; i < name.length(); i++) {
+            if (Character.isISOControl(name.charAt(i))) {
+                return false;
+            }
+        }
+        List<PrefixRule> prefixes = resource.prefixes();
+        int n = prefixes.size();
+        for (int i = 0; i < n; i++) {
+            PrefixRule rule = prefixes.get(i);
+            String prefix = rule.prefix();
+            int star = prefix.indexOf('*');
+            if ((star >= 0 && star != prefix.length() - 1) || prefix.indexOf('#') >= 0
+                    || (rule.quota() == null && rule.methods().isEmpty())
+                    || rule.methods().containsKey(S3Operation.Unknown)) {
+                return false;
+            }
+            int literalLength = star >= 0 ? star : prefix.length();
+            for (int c = 0; c < literalLength; c++) {
+                if (Character.isSurrogate(prefix.charAt(c))) {
+                    return false; // valid pairs too: the full check counts their bytes
+                }
+            }
+            if (literalLength * 3 > MAX_PREFIX_BYTES && utf8Length(prefix, literalLength) > MAX_PREFIX_BYTES) {
+                return false;
+            }
+        }
+        if (n <= 16) {
+            for (int i = 1; i < n; i++) {
+                for (int j = 0; j < i; j++) {
+                    if (prefixes.get(i).prefix().equals(prefixes.get(j).prefix())) {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        }
+        java.util.Set<String> seen = new java.util.HashSet<>((int) (n / 0.75f) + 1);
+        for (PrefixRule rule : prefixes) {
+            if (!seen.add(rule.prefix())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** UTF-8 length of {@code s[0, end)}, which holds no surrogates. */
+    private static int utf8Length(String s, int end) {
+        int bytes = 0;
+        for (int i = 0; i < end; i++) {
+            char c = s.charAt(i);
+            bytes += c < 0x80 ? 1 : c < 0x800 ? 2 : 3;
+        }
+        return bytes;
     }
 
     static String context(PrefixRule rule) {

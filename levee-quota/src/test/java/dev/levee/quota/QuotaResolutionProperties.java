@@ -125,4 +125,50 @@ class QuotaResolutionProperties {
         // "wild-methods" has methods {PutObject} and a quota: every other operation shares the quota's counter
         return (a == S3Operation.PutObject) == (b == S3Operation.PutObject);
     }
+
+    /** Deeply nested and sibling prefixes: the binary search with back-off finds the entry a linear scan finds. */
+    @Property(tries = 300)
+    void agreesWithAPlainReadingOfTheSpecForManyNestedPrefixes(@ForAll("manyPrefixConfigs") QuotaConfig config,
+                                                               @ForAll("longKeys") List<String> keys) {
+        for (String key : keys) {
+            for (S3Operation op : List.of(S3Operation.GetObject, S3Operation.PutObject)) {
+                assertThat(config.resolve("r", key, op)).as(key).isEqualTo(reference(config, "r", key, op));
+            }
+        }
+    }
+
+    @Provide
+    Arbitrary<List<String>> longKeys() {
+        return Arbitraries.strings().withChars("ab/").ofMaxLength(9).list().ofMinSize(1).ofMaxSize(20);
+    }
+
+    @Provide
+    Arbitrary<QuotaConfig> manyPrefixConfigs() {
+        Arbitrary<Quota> quotas = Arbitraries.integers().between(0, 50).map(rate -> new Quota(rate, 1));
+        Arbitrary<String> prefixes = Combinators.combine(Arbitraries.strings().withChars("ab/").ofMaxLength(7),
+                Arbitraries.of(true, false)).as((literal, star) -> star ? literal + "*" : literal);
+        Arbitrary<PrefixRule> rules = Combinators.combine(prefixes, quotas.injectNull(0.3),
+                        Arbitraries.maps(Arbitraries.of(S3Operation.PutObject), quotas).ofMaxSize(1))
+                .filter((p, q, m) -> q != null || !m.isEmpty())
+                .as(PrefixRule::new);
+        return Combinators.combine(quotas, quotas.injectNull(0.5), rules.list().ofMaxSize(40).uniqueElements(PrefixRule::prefix))
+                .as((def, rq, list) -> QuotaConfig.builder().defaultQuota(def).resource("r", new ResourceQuotas(rq, list)).build());
+    }
+
+    /** A build that reuses an earlier configuration's entries resolves exactly as a fresh build of the same data. */
+    @Property(tries = 300)
+    void aBuildReusingAnEarlierConfigResolvesAsAFreshBuild(@ForAll("configs") QuotaConfig earlier,
+                                                          @ForAll("configs") QuotaConfig later,
+                                                          @ForAll("keys") String key, @ForAll("ops") S3Operation op) {
+        // "s" keeps earlier's value (reused); "r" takes later's value; the defaults are later's
+        QuotaConfig mixed = earlier.toBuilder().resource("s", earlier.resources().get("r"))
+                .build().toBuilder().defaultQuota(later.defaultQuota()).methodsDefault(later.methodsDefault())
+                .resource("r", later.resources().get("r")).build();
+        QuotaConfig fresh = QuotaConfig.builder().defaultQuota(later.defaultQuota()).methodsDefault(later.methodsDefault())
+                .resource("r", later.resources().get("r")).resource("s", earlier.resources().get("r")).build();
+        assertThat(mixed).isEqualTo(fresh);
+        for (String resource : List.of("r", "s", "unconfigured")) {
+            assertThat(mixed.resolve(resource, key, op)).isEqualTo(fresh.resolve(resource, key, op));
+        }
+    }
 }
