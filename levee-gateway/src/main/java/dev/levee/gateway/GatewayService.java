@@ -502,6 +502,8 @@ public final class GatewayService implements AutoCloseable {
         boolean abandoned;
         /** The backend answered before the body was read: close the connection after the response. */
         boolean lingerAfterResponse;
+        /** The backend's response failed (its connection closed or was reset) before it was relayed whole. */
+        Throwable backendResponseFailure;
         boolean finished;
 
         Exchange(HttpServerRequest req, Context context, Conn conn) {
@@ -948,7 +950,10 @@ public final class GatewayService implements AutoCloseable {
     private void relay(Exchange ex, HttpClientResponse in) {
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
-        in.exceptionHandler(e -> LOG.debug("backend response failed: {}", e.toString()));
+        in.exceptionHandler(e -> {
+            ex.backendResponseFailure = e;
+            LOG.debug("backend response failed: {}", e.toString());
+        });
         if (resp.ended() || resp.closed() || ex.finished) {
             in.request().reset();
             return;
@@ -998,6 +1003,15 @@ public final class GatewayService implements AutoCloseable {
                 in.request().reset();
                 count("bandwidth_refused");
                 refuse(req, RETRY_AFTER_SECONDS, "download bandwidth: " + e.getMessage());
+                return;
+            }
+            if (ex.finished) {
+                return; // the client went away while the permits were on their way
+            }
+            if (ex.backendResponseFailure != null) {
+                // the answer was lost (its connection closed) while it waited for its permits: nothing of
+                // it is out yet, so the client is told so; a pipe started on it would fail on the ended stream
+                badGateway(req, ex.backendResponseFailure);
                 return;
             }
             writeHead(req, in);
