@@ -540,6 +540,10 @@ public final class GatewayService implements AutoCloseable {
             }
             if (unfinishedBackendRequest != null) {
                 quiet(unfinishedBackendRequest).reset();
+            } else if (backendRequest != null && !req.response().ended()) {
+                // the client went away before its answer was complete (a malformed body, a reset): the
+                // backend's work is not wanted, and its connection is freed now rather than at its answer
+                quiet(backendRequest).reset();
             }
             inFlight.decrementAndGet();
             if (lingerAfterResponse && !req.response().closed()) {
@@ -756,6 +760,9 @@ public final class GatewayService implements AutoCloseable {
             out.response().onComplete(rr -> {
                 if (ex.finished || ex.abandoned) {
                     if (rr.succeeded()) {
+                        // a late answer nobody reads: the reset reaches it too, and without a handler of its
+                        // own Vert.x would log that at ERROR ("Stream reset: 0")
+                        rr.result().exceptionHandler(e -> LOG.debug("late backend response dropped: {}", e.toString()));
                         rr.result().request().reset();
                     }
                     return; // the client went away, or was answered already

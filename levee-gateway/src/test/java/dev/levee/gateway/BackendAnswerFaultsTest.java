@@ -91,18 +91,31 @@ class BackendAnswerFaultsTest {
     }
 
     /**
-     * An early answer with an empty body (411 before the request body was read): relayed, and the
-     * reset of the unfinished backend request logs nothing at ERROR (it logged "Stream reset: 0").
+     * A client whose chunked body is malformed goes away before the backend answers: the backend's
+     * late answer is dropped quietly, where resetting it logged "Stream reset: 0" at ERROR (Vert.x's
+     * unhandled exception: the late response had no exception handler).
      */
     @Test
-    void anEarlyAnswerWithAnEmptyBodyIsRelayedAndNoError() throws Exception {
+    void aLateBackendAnswerToAClientThatWentAwayLogsNoError() throws Exception {
         start(0);
         for (int i = 0; i < 3; i++) {
-            HttpResponse<String> r = http.send(request("/" + StubBackend.NO_LENGTH_BUCKET + "/obj-" + i)
-                    .PUT(HttpRequest.BodyPublishers.ofByteArray(new byte[2_000_000])).build(), HttpResponse.BodyHandlers.ofString());
-            assertThat(r.statusCode()).isEqualTo(411);
+            // a pooled backend connection, so that the PUT's head reaches the backend before the bad chunk is read
+            assertThat(http.send(request("/bucket/warm?size=10").build(), HttpResponse.BodyHandlers.ofString()).statusCode())
+                    .isEqualTo(200);
+            try (java.net.Socket s = new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), rig.gateway.port())) {
+                s.setSoTimeout(5000);
+                s.getOutputStream().write(("PUT /" + StubBackend.LATE_ANSWER_BUCKET + "/obj-" + i + " HTTP/1.1\r\nHost: x\r\n"
+                        + "Authorization: " + AUTH + "\r\nTransfer-Encoding: chunked\r\n\r\nzz-not-hex\r\nhello\r\n0\r\n\r\n")
+                        .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+                s.getOutputStream().flush();
+                s.getInputStream().readAllBytes(); // the gateway answers 400 and closes
+            } catch (java.io.IOException e) {
+                // reset by the gateway's close: also an answer
+            }
         }
         await().atMost(Duration.ofSeconds(5)).until(() -> rig.gateway.inFlight() == 0);
+        assertThat(rig.backend.earlyAnswers.get()).as("PUT heads the backend received").isEqualTo(3);
+        Thread.sleep(500); // the backend's late answers (200 ms) arrive and are dropped; nothing to await in the gateway
         assertThat(errorLines()).as("ERROR lines and stack traces").isEmpty();
     }
 }

@@ -22,8 +22,8 @@ final class StubBackend implements AutoCloseable {
 
     /** A bucket that does not exist: requests to it are answered 404 before their body is read. */
     static final String MISSING_BUCKET = "missing-bucket";
-    /** Requests to it are answered 411 with an empty body before their body is read. */
-    static final String NO_LENGTH_BUCKET = "no-length-bucket";
+    /** Requests to it are answered 400 after 200 ms, whatever their body (none of it is read). */
+    static final String LATE_ANSWER_BUCKET = "late-answer-bucket";
     /** Requests to it get a 404 whose body is cut: 100 of its 1000 bytes, then the connection closes. */
     static final String CUT_ANSWER_BUCKET = "cut-answer-bucket";
 
@@ -56,9 +56,9 @@ final class StubBackend implements AutoCloseable {
             answerEarly(req);
             return;
         }
-        if (req.path().startsWith("/" + NO_LENGTH_BUCKET + "/")) {
+        if (req.path().startsWith("/" + LATE_ANSWER_BUCKET + "/")) {
             earlyAnswers.incrementAndGet();
-            req.response().setStatusCode(411).putHeader("Content-Length", "0").end();
+            vertx.setTimer(200, t -> req.response().setStatusCode(400).putHeader("Content-Length", "0").end());
             return;
         }
         if (req.path().startsWith("/" + CUT_ANSWER_BUCKET + "/")) {

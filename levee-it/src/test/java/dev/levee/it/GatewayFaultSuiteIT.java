@@ -126,6 +126,11 @@ class GatewayFaultSuiteIT {
     @BeforeAll
     static void start() throws Exception {
         Files.createDirectories(DIR);
+        try (var old = Files.list(DIR)) { // the gateways' log files are appended to: start from empty ones
+            for (Path f : old.filter(f -> f.toString().endsWith(".log") || f.toString().endsWith(".out")).toList()) {
+                Files.delete(f);
+            }
+        }
         Logging.configure(new LogTarget("file", null, 0, DIR.resolve("test-jvm.log")), "levee-it", "WARN");
         s3 = Backend.start();
         direct = client(URI.create("http://127.0.0.1:" + s3.port), "w1");
