@@ -540,10 +540,11 @@ public final class GatewayService implements AutoCloseable {
             }
             if (unfinishedBackendRequest != null) {
                 quiet(unfinishedBackendRequest).reset();
-            } else if (backendRequest != null && !req.response().ended()) {
-                // the client went away before its answer was complete (a malformed body, a reset): the
-                // backend's work is not wanted, and its connection is freed now rather than at its answer
-                quiet(backendRequest).reset();
+            } else if (backendRequest != null && !bodyDone && !req.response().headWritten()) {
+                // the client went away before its body was sent (a malformed body, a reset) and before an
+                // answer: the backend's work is not wanted, and its connection is freed now rather than at
+                // its answer; the request is not ended (its body was not), and quiet() since its creation
+                backendRequest.reset();
             }
             inFlight.decrementAndGet();
             if (lingerAfterResponse && !req.response().closed()) {
