@@ -422,7 +422,7 @@ class GatewayFaultSuiteIT {
                     .max().orElse(restartLoad);
             long recoverMs = Math.max(firstOk, ms(lastFailure - restartLoad));
             long afterRecovery = samples.stream().filter(s -> s.outcome() != Outcome.OK)
-                    .filter(s -> s.sentNs() > restartLoad + firstOk).count();
+                    .filter(s -> s.sentNs() > restartLoad + TimeUnit.MILLISECONDS.toNanos(firstOk)).count();
             TABLE.row("backend (S3Proxy) killed 2 s under load", samples.size(), errors.size(), -1, recoverMs,
                     String.format(Locale.ROOT, "%d x 502 BadGateway, %d cut in flight at the kill; S3Proxy stop took %d ms,"
                                     + " start %d ms; first success %d ms after it was back, %s",
