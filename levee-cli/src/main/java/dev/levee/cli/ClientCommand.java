@@ -54,6 +54,16 @@ final class ClientCommand implements Callable<Integer> {
             description = "most checks in one batch to a limiter, 1-1024 (default: ${DEFAULT-VALUE})")
     int maxBatch;
 
+    @Option(names = "--list-grace", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "3s",
+            description = "how long a limiter list that is empty or lost more than half its members is not believed"
+                    + " (the last list is kept meanwhile), 0 to believe it at once (default: ${DEFAULT-VALUE})")
+    Duration listGrace;
+
+    @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "5s",
+            description = "on SIGTERM, how long checks in flight get to be answered before connections close"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration shutdownTimeout;
+
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
@@ -68,7 +78,7 @@ final class ClientCommand implements Callable<Integer> {
                     "--batch-max must be between 1 and 1024, got " + maxBatch);
         }
         LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains,
-                maxInFlight, maxBatch);
+                maxInFlight, maxBatch, listGrace);
         common.apply("levee-client");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
@@ -76,6 +86,7 @@ final class ClientCommand implements Callable<Integer> {
         ClientService s = Daemon.await(ClientService.start(vertx, listen, c, registry),
                 "client could not start on " + listen);
         System.err.println("levee client listening on " + listen.host() + ":" + s.port());
-        return Daemon.runUntilStopped(vertx, "client", () -> s.stop().compose(v -> c.stop()));
+        return Daemon.runUntilStopped(vertx, "client", shutdownTimeout.plusSeconds(5),
+                () -> s.stop(shutdownTimeout).eventually(c::stop));
     }
 }

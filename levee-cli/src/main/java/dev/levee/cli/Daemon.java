@@ -18,20 +18,19 @@ final class Daemon {
     }
 
     static int runUntilStopped(Vertx vertx, String role, Supplier<Future<?>> stop) {
-        return runUntilStopped(vertx, role, stop, java.time.Duration.ofSeconds(10));
+        return runUntilStopped(vertx, role, java.time.Duration.ofSeconds(10), stop);
     }
 
     /**
-     * Runs until SIGTERM/SIGINT, then runs {@code stop} and waits for it at most {@code stopWait}
-     * (a service with a drain deadline passes the deadline plus a margin: the process exits as soon
-     * as the stop completes, and never cuts a drain short).
+     * Runs until SIGTERM/SIGINT, then calls {@code stop} and waits for it at most {@code budget} (the
+     * role's drain grace and shutdown timeout, plus a margin) before closing Vert.x.
      */
-    static int runUntilStopped(Vertx vertx, String role, Supplier<Future<?>> stop, java.time.Duration stopWait) {
+    static int runUntilStopped(Vertx vertx, String role, java.time.Duration budget, Supplier<Future<?>> stop) {
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             LOG.info("{} stopping", role);
             try {
-                stop.get().toCompletionStage().toCompletableFuture().get(stopWait.toMillis(), TimeUnit.MILLISECONDS);
+                stop.get().toCompletionStage().toCompletableFuture().get(budget.toMillis(), TimeUnit.MILLISECONDS);
             } catch (Exception e) {
                 LOG.warn("{} did not stop cleanly: {}", role, e.toString());
             }

@@ -211,8 +211,8 @@ final class GatewayCommand implements Callable<Integer> {
         System.err.println("levee gateway listening on " + listen.host() + ":" + g.port() + " -> " + backend
                 + (options.governance().enabled() ? " (bandwidth governance on)" : ""));
         // the hook waits for the drain (at most the deadline) and a margin for closing the rest
-        return Daemon.runUntilStopped(vertx, "gateway", () -> g.stop(shutdownDeadline)
-                .compose(v -> client == null ? Future.succeededFuture() : client.stop()), shutdownDeadline.plusSeconds(5));
+        return Daemon.runUntilStopped(vertx, "gateway", shutdownDeadline.plusSeconds(5), () -> g.stop(shutdownDeadline)
+                .compose(v -> client == null ? Future.succeededFuture() : client.stop()));
     }
 
     /** Builds the gateway's settings from the flags, or explains in one line why it cannot. */

@@ -61,6 +61,30 @@ final class LimiterCommand implements Callable<Integer> {
             description = "etcd lease TTL of this limiter's membership (default: ${DEFAULT-VALUE})")
     Duration leaseTtl;
 
+    /** A duration that may also be zero ({@code 0}, {@code 0s}, {@code 0ms}): "none". */
+    static final class OptionalDurationConverter implements picocli.CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            String v = value == null ? "" : value.trim();
+            return v.matches("0+(\\.0*)?(ms|s)?") ? Duration.ZERO : Converters.parseDuration(value);
+        }
+    }
+
+    @Option(names = "--warmup", converter = OptionalDurationConverter.class, defaultValue = "3s",
+            description = "longest time spent warming the decision path with self-checks on loopback before the"
+                    + " limiter registers or heartbeats, 0 for none (default: ${DEFAULT-VALUE})")
+    Duration warmup;
+
+    @Option(names = "--drain-grace", converter = OptionalDurationConverter.class, defaultValue = "2s",
+            description = "on SIGTERM, how long the limiter keeps answering after leaving the membership, so that"
+                    + " clients move away; at least the clients' --refresh, 0 for none (default: ${DEFAULT-VALUE})")
+    Duration drainGrace;
+
+    @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "5s",
+            description = "on SIGTERM, how long checks in flight get to be answered before connections close"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration shutdownTimeout;
+
     @Override
     public Integer call() {
         common.apply("levee-limiter");
@@ -68,7 +92,7 @@ final class LimiterCommand implements Callable<Integer> {
         QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000, etcd.maxValueBytes)
                 : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
         LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
-                client != null ? null : observer, heartbeat, maxKeys);
+                client != null ? null : observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout);
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry),
@@ -77,7 +101,8 @@ final class LimiterCommand implements Callable<Integer> {
                 : EtcdRegistration.start(client, etcd.prefix, id, s.address().toString(), Math.max(1, leaseTtl.toSeconds()));
         System.err.println("levee limiter " + id + " listening on " + s.address()
                 + (client != null ? " (quotas and membership in etcd " + etcd.endpoints + ")" : ""));
-        return Daemon.runUntilStopped(vertx, "limiter", () -> {
+        // leave first (revoke the lease; stop() stops heartbeats), then drain, then close
+        return Daemon.runUntilStopped(vertx, "limiter", drainGrace.plus(shutdownTimeout).plusSeconds(5), () -> {
             if (reg != null) {
                 reg.close();
             }

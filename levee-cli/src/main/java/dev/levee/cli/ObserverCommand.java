@@ -41,6 +41,11 @@ final class ObserverCommand implements Callable<Integer> {
     @Mixin
     EtcdOptions etcd = new EtcdOptions();
 
+    @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "5s",
+            description = "on SIGTERM, how long requests in flight get to be answered before connections close"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration shutdownTimeout;
+
     @Override
     public Integer call() {
         if (etcd.enabled()) {
@@ -54,12 +59,13 @@ final class ObserverCommand implements Callable<Integer> {
             ObserverService s = Daemon.await(ObserverService.start(vertx, listen, membership, source::ready,
                     Metrics.newRegistry()), "observer could not start on " + listen);
             System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)");
-            return Daemon.runUntilStopped(vertx, "observer", () -> s.stop().eventually(() -> {
-                membership.close();
-                source.close();
-                client.close();
-                return io.vertx.core.Future.succeededFuture();
-            }));
+            return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5),
+                    () -> s.stop(shutdownTimeout).eventually(() -> {
+                        membership.close();
+                        source.close();
+                        client.close();
+                        return io.vertx.core.Future.succeededFuture();
+                    }));
         }
         int df = factor != null ? factor : Quotas.load(quotas).factor();
         ObserverService.Options options = new ObserverService.Options(listen, ttl, df, maxLimiters);
@@ -69,6 +75,6 @@ final class ObserverCommand implements Callable<Integer> {
         ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry),
                 "observer could not start on " + listen);
         System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (factor " + df + ")");
-        return Daemon.runUntilStopped(vertx, "observer", s::stop);
+        return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5), () -> s.stop(shutdownTimeout));
     }
 }

@@ -100,6 +100,12 @@ class MainTest {
             client --limiter-in-flight abc                 | --limiter-in-flight
             client --batch-max -1                          | --batch-max
             observer --log-target file:/tmp                | is a directory
+            limiter --id l1 --warmup soon                  | not a duration
+            limiter --id l1 --drain-grace -1s              | must be positive
+            limiter --id l1 --shutdown-deadline 0s          | must be positive
+            client --list-grace later                      | not a duration
+            client --shutdown-deadline 0ms                  | must be positive
+            observer --shutdown-deadline never              | not a duration
             """)
     void badFlagsGetAClearMessage(String line, String named) {
         Run r = run(line.trim().split("\\s+"));

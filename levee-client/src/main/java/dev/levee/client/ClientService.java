@@ -144,9 +144,22 @@ public final class ClientService implements AutoCloseable {
         return client;
     }
 
-    /** Stops listening (the client is closed by its owner). */
+    /** Stops listening at once, closing connections with checks in flight (the client is closed by its owner). */
     public Future<Void> stop() {
         return server.close();
+    }
+
+    /**
+     * Stops gracefully (issue 10): stops accepting connections, answers every check already received
+     * — including those queued in the {@link LeveeClient} to be batched — and closes each connection
+     * once its checks are answered, or after {@code timeout} at the latest. The client library is
+     * closed by its owner, after this completes.
+     *
+     * @param timeout longest wait for checks in flight (CLI {@code --shutdown-deadline}, default 5 s)
+     * @return completes once every connection is closed
+     */
+    public Future<Void> stop(java.time.Duration timeout) {
+        return server.shutdown(timeout);
     }
 
     @Override

@@ -42,6 +42,13 @@ import org.slf4j.LoggerFactory;
  * answers, the result is {@link ClientDecision.Result#FAILED}. The list is refreshed every
  * {@code refresh}; when the observer is unreachable the last good list is kept.
  *
+ * <p>A new list is not believed at once when it may be a gap rather than a change (issue 10): while
+ * the observer marks its list not ready (a restarted observer for one heartbeat TTL, an observer
+ * that lost etcd) the last list is kept, as when the observer is unreachable; and a list that is
+ * empty or holds fewer than half the members of the list in use (leases that expired together and
+ * are being renewed) is adopted only if it is still so after {@code listGrace}. Each hold is logged
+ * and counted in {@code levee_client_list_holds_total}; {@code levee_client_list_held} is 1 meanwhile.
+ *
  * <p>Each result is logged on {@code levee.client} with the limiter's address. Thread-safe.
  */
 public final class LeveeClient implements AutoCloseable {
@@ -63,13 +70,18 @@ public final class LeveeClient implements AutoCloseable {
      *                     {@value #DEFAULT_MAX_IN_FLIGHT}; 1–1024)
      * @param maxBatch     most checks in one batch (default {@value #DEFAULT_MAX_BATCH}; 1–1024, the
      *                     limiter's own cap)
+     * @param listGrace    how long a list that is empty or lost more than half its members is not
+     *                     believed while the last list is kept (default 3 s, the observer's default TTL;
+     *                     zero: believed at once)
      */
     public record Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
-                          List<String> baseDomains, int maxInFlight, int maxBatch) {
+                          List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace) {
         /** Requests outstanding per limiter before checks are batched, by default: 4. */
         public static final int DEFAULT_MAX_IN_FLIGHT = 4;
         /** Checks per batch at most, by default: 256. */
         public static final int DEFAULT_MAX_BATCH = 256;
+        /** How long a sharply shrunk list is not believed, by default: 3 s (the observer's default TTL). */
+        public static final Duration DEFAULT_LIST_GRACE = Duration.ofSeconds(3);
 
         /**
          * Validates and copies.
@@ -88,13 +100,23 @@ public final class LeveeClient implements AutoCloseable {
             if (maxBatch < 1 || maxBatch > 1024) {
                 throw new IllegalArgumentException("checks per batch must be 1-1024, got " + maxBatch);
             }
+            if (listGrace == null || listGrace.isNegative()) {
+                throw new IllegalArgumentException("list grace must not be negative");
+            }
             baseDomains = List.copyOf(baseDomains);
+        }
+
+        /** Settings with the default list grace. */
+        public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
+                       List<String> baseDomains, int maxInFlight, int maxBatch) {
+            this(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, DEFAULT_LIST_GRACE);
         }
 
         /** Settings with the default in-flight and batch limits. */
         public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
                        List<String> baseDomains) {
-            this(observer, refresh, checkTimeout, backoff, baseDomains, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_BATCH);
+            this(observer, refresh, checkTimeout, backoff, baseDomains, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_BATCH,
+                    DEFAULT_LIST_GRACE);
         }
     }
 
@@ -102,11 +124,29 @@ public final class LeveeClient implements AutoCloseable {
     public record Member(String id, String address) {
     }
 
-    /** The observer's view. */
-    public record View(long revision, int factor, List<Member> limiters) {
+    /**
+     * The observer's view.
+     *
+     * @param revision    increases with every change within one incarnation of the observer
+     * @param factor      the group factor DF
+     * @param limiters    the active limiters
+     * @param incarnation the observer's start id; null from an observer older than issue 10
+     * @param ready       false while the observer's list may be incomplete; null (older observer): ready
+     */
+    public record View(long revision, int factor, List<Member> limiters, String incarnation, Boolean ready) {
         /** Copies. */
         public View {
-            limiters = List.copyOf(limiters);
+            limiters = limiters == null ? null : List.copyOf(limiters);
+        }
+
+        /** A view without incarnation, ready. */
+        public View(long revision, int factor, List<Member> limiters) {
+            this(revision, factor, limiters, null, null);
+        }
+
+        /** Returns whether the observer marked this list complete (an older observer's always is). */
+        public boolean isReady() {
+            return ready == null || ready;
         }
     }
 
@@ -151,12 +191,22 @@ public final class LeveeClient implements AutoCloseable {
     private volatile boolean observerReachable;
     private volatile boolean firstRefresh = true;
     private long refreshTimer = -1;
+    private final io.vertx.core.Context context;
+    /** Whether the list in use is being kept against a newer one, and since when (ticker ns). */
+    private volatile boolean held;
+    private long heldSince;
+    /** The reason of the hold in progress, logged once per hold. */
+    private String holdReason;
 
     private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
         this.vertx = vertx;
         this.options = options;
         this.ticker = ticker;
         this.registry = registry;
+        this.context = vertx.getOrCreateContext();
+        io.micrometer.core.instrument.Gauge.builder("levee_client_list_held", this, c -> c.held ? 1 : 0)
+                .description("1 while the last limiter list is kept against a newer one (see levee_client_list_holds_total)")
+                .register(registry);
         this.classifier = options.baseDomains().isEmpty() ? S3Classifier.pathStyleOnly()
                 : S3Classifier.withBaseDomains(options.baseDomains());
         this.http = vertx.httpClientBuilder()
@@ -185,8 +235,21 @@ public final class LeveeClient implements AutoCloseable {
         });
     }
 
-    /** Fetches the limiter list now; keeps the last good list on failure. */
+    /**
+     * Fetches the limiter list now; keeps the last good list on failure. Called from a thread outside
+     * Vert.x (the first refresh at start), the request is made on the client's own context: from a bare
+     * thread the answer's body could be lost before it was read ("No content to map").
+     */
     public Future<Void> refresh() {
+        if (Vertx.currentContext() == null) {
+            Promise<Void> done = Promise.promise();
+            context.runOnContext(v -> fetch().onComplete(done));
+            return done.future();
+        }
+        return fetch();
+    }
+
+    private Future<Void> fetch() {
         return http.request(new RequestOptions().setMethod(HttpMethod.GET).setHost(options.observer().host())
                         .setPort(options.observer().port()).setURI("/v1/limiters")
                         .setTimeout(Math.max(500, options.refresh().toMillis())))
@@ -198,25 +261,17 @@ public final class LeveeClient implements AutoCloseable {
                     try {
                         return LENIENT.readValue(b.getBytes(), View.class);
                     } catch (java.io.IOException e) {
-                        throw new IllegalStateException("observer sent a malformed list");
+                        throw new IllegalStateException("observer sent a malformed list: " + e.getMessage());
                     }
                 }))
                 .map(v -> {
                     if (v.factor() < 1 || v.limiters() == null) {
                         throw new IllegalStateException("observer sent factor < 1 or no list");
                     }
-                    View old = view;
-                    if (v.revision() != old.revision() || v.factor() != old.factor()) {
-                        LOG.info("limiter list revision={} factor={} limiters={}", v.revision(), v.factor(),
-                                v.limiters().size());
-                    }
-                    view = v;
-                    java.util.Set<String> listed = new java.util.HashSet<>();
-                    for (Member m : v.limiters()) {
-                        listed.add(m.address());
-                    }
-                    channels.keySet().retainAll(listed); // a dropped channel still finishes its own requests
                     observerReachable = true;
+                    synchronized (this) {
+                        adoptOrHold(v);
+                    }
                     return (Void) null;
                 })
                 .onFailure(e -> {
@@ -227,6 +282,72 @@ public final class LeveeClient implements AutoCloseable {
                     observerReachable = false;
                 })
                 .onComplete(ar -> firstRefresh = false);
+    }
+
+    /**
+     * Adopts {@code v} unless it may be a gap (see the class comment): not ready, or empty / less than
+     * half the list in use, for at most {@code listGrace}.
+     */
+    private void adoptOrHold(View v) {
+        View old = view;
+        if (old.incarnation() != null && v.incarnation() != null && !old.incarnation().equals(v.incarnation())) {
+            LOG.info("observer {} restarted (incarnation {} -> {}): revisions start again", options.observer(),
+                    old.incarnation(), v.incarnation());
+        }
+        int had = old.limiters().size();
+        String reason = null;
+        if (had > 0 && !v.isReady()) {
+            reason = "not_ready";
+        } else if (had > 0 && v.limiters().size() * 2 < had && !options.listGrace().isZero()) {
+            reason = "shrunk";
+        }
+        long now = ticker.read();
+        if (reason != null) {
+            if (!held || !reason.equals(holdReason)) {
+                if (!held) {
+                    heldSince = now;
+                }
+                holdReason = reason;
+                holds(reason).increment();
+                held = true;
+                LOG.warn("observer {} sent {} limiters (revision {}, {}) against {} in use: keeping the last list{}",
+                        options.observer(), v.limiters().size(), v.revision(),
+                        reason.equals("not_ready") ? "not ready" : "fewer than half", had,
+                        reason.equals("not_ready") ? " until it is ready"
+                                : " for up to " + options.listGrace().toMillis() + " ms");
+            }
+            // a list that is not ready is kept like an unreachable observer's (SPEC §7); a shrunk one for the grace
+            if (reason.equals("not_ready") || now - heldSince < options.listGrace().toNanos()) {
+                return;
+            }
+            LOG.warn("limiter list still {} limiters after {} ms: adopting it", v.limiters().size(),
+                    options.listGrace().toMillis());
+        } else if (held) {
+            LOG.info("limiter list back to {} limiters after {} ms: the last list was kept meanwhile",
+                    v.limiters().size(), (now - heldSince) / 1_000_000);
+        }
+        holdReason = null;
+        held = false;
+        if (v.revision() != old.revision() || v.factor() != old.factor() || v.limiters().size() != had) {
+            LOG.info("limiter list revision={} factor={} limiters={}", v.revision(), v.factor(), v.limiters().size());
+        }
+        view = v;
+        java.util.Set<String> listed = new java.util.HashSet<>();
+        for (Member m : v.limiters()) {
+            listed.add(m.address());
+        }
+        channels.keySet().retainAll(listed); // a dropped channel still finishes its own requests
+    }
+
+    private Counter holds(String reason) {
+        return Counter.builder("levee_client_list_holds_total")
+                .description("limiter lists not believed at once (observer not ready, or list shrunk sharply)")
+                .tag("reason", reason).register(registry);
+    }
+
+    /** Returns whether the list in use is being kept against a newer list from the observer. */
+    public boolean listHeld() {
+        return held;
     }
 
     /** Returns the cached view of the limiter list. */
@@ -262,6 +383,17 @@ public final class LeveeClient implements AutoCloseable {
      * @return the decision
      */
     public Future<ClientDecision> check(S3Request request) {
+        if (Vertx.currentContext() == null) {
+            // from a thread outside Vert.x a limiter's answer could be lost before it was read ("malformed
+            // answer"); the check is made on the client's own context instead
+            Promise<ClientDecision> done = Promise.promise();
+            context.runOnContext(v -> decide(request).onComplete(done));
+            return done.future();
+        }
+        return decide(request);
+    }
+
+    private Future<ClientDecision> decide(S3Request request) {
         S3Classification c = clamp(classifier.classify(request));
         List<Member> group = group(c.resource());
         int g = group.size();

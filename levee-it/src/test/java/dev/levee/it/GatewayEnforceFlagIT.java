@@ -67,6 +67,8 @@ class GatewayEnforceFlagIT {
                 assertThat(r.statusCode()).as("GET through the gateway").isIn(200, 403, 404);
             }
             assertThat(decisions() - before).as("limiter decisions for 10 GETs with %s", flag).isEqualTo(expected);
+            assertThat(gw.output()).as("the start line says what the gateway does")
+                    .contains("enforce=" + (expected > 0));
         }
     }
 

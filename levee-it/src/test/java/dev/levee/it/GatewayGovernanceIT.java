@@ -973,7 +973,7 @@ class GatewayGovernanceIT {
             List<Integer> relayed = putsToAMissingBucket(rig.as("AKIASVCC"), 12);
             System.out.println("aws-chunked, 5 MB PUT to a missing bucket: straight to S3Proxy " + straight
                     + ", through the gateway " + relayed);
-            assertThat(relayed).as("the backend's 404, or a 502 when its reset destroyed it").containsOnly(404, 502);
+            assertThat(relayed).as("the backend's 404, or a 502 when its reset destroyed it").isSubsetOf(404, 502);
             assertThat(relayed.stream().filter(c -> c == 404).count()).as("relayed 404s of 12").isGreaterThanOrEqualTo(4);
             rig.awaitIdle();
         }

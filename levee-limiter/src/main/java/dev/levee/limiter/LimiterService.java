@@ -25,6 +25,7 @@ import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.RequestOptions;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
@@ -51,16 +52,23 @@ public final class LimiterService implements AutoCloseable {
     /**
      * Settings of a limiter.
      *
-     * @param id        stable id, the HRW member id (1–128 of {@code [A-Za-z0-9._:-]})
-     * @param listen    address to bind (default 127.0.0.1:7100; port 0 picks a free one)
-     * @param advertise address clients reach this limiter at; null: the bound address
-     * @param observer  observer to send heartbeats to; null: none (membership elsewhere)
-     * @param heartbeat heartbeat interval (default 1 s)
-     * @param maxKeys   cap of the GCRA state table in key slots of 256 bytes (default 1 000 000; see
-     *                  {@link GcraTable#slots})
+     * @param id              stable id, the HRW member id (1–128 of {@code [A-Za-z0-9._:-]})
+     * @param listen          address to bind (default 127.0.0.1:7100; port 0 picks a free one)
+     * @param advertise       address clients reach this limiter at; null: the bound address
+     * @param observer        observer to send heartbeats to; null: none (membership elsewhere)
+     * @param heartbeat       heartbeat interval (default 1 s)
+     * @param maxKeys         cap of the GCRA state table in key slots of 256 bytes (default 1 000 000;
+     *                        see {@link GcraTable#slots})
+     * @param warmup          longest time spent warming the decision path before the service counts as
+     *                        started (heartbeats, {@code /health} 200): up to {@value #WARMUP_CHECKS}
+     *                        self-checks over its own HTTP listener; zero: none (CLI default 3 s)
+     * @param drainGrace      on {@link #stop()}, how long the limiter keeps answering after it left the
+     *                        membership, so that clients move away (CLI default 2 s; zero: none)
+     * @param shutdownTimeout on {@link #stop()}, how long checks in flight get to be answered before the
+     *                        connections are closed (default 5 s)
      */
     public record Options(String id, HostPort listen, HostPort advertise, HostPort observer, Duration heartbeat,
-                          long maxKeys) {
+                          long maxKeys, Duration warmup, Duration drainGrace, Duration shutdownTimeout) {
         /** Validates the settings. @throws IllegalArgumentException when a value is out of range */
         public Options {
             if (id == null || !id.matches("[A-Za-z0-9._:-]{1,128}")) {
@@ -72,11 +80,32 @@ public final class LimiterService implements AutoCloseable {
             if (maxKeys < 1) {
                 throw new IllegalArgumentException("max keys must be >= 1");
             }
+            if (warmup.isNegative() || drainGrace.isNegative() || shutdownTimeout.isNegative()) {
+                throw new IllegalArgumentException("warm-up, drain grace and shutdown timeout must not be negative");
+            }
+        }
+
+        /**
+         * Settings without warm-up or drain grace (for embedding processes and tests), with a 5 s
+         * shutdown timeout.
+         */
+        public Options(String id, HostPort listen, HostPort advertise, HostPort observer, Duration heartbeat,
+                       long maxKeys) {
+            this(id, listen, advertise, observer, heartbeat, maxKeys, Duration.ZERO, Duration.ZERO, Duration.ofSeconds(5));
         }
     }
 
     /** Period of the table's maintenance when idle, ms. */
     private static final long MAINTENANCE_MS = 1000;
+
+    /** Most self-checks of the warm-up: 2 000 (single checks and batches of 8, four at a time). */
+    public static final int WARMUP_CHECKS = 2_000;
+
+    /**
+     * The resource of the warm-up's self-checks: not a valid S3 bucket name (underscore), so it never
+     * shares state with real traffic; its decisions are neither logged nor counted.
+     */
+    public static final String WARMUP_RESOURCE = "_levee_warmup";
 
     private final Options options;
     private final QuotaSource config;
@@ -90,6 +119,10 @@ public final class LimiterService implements AutoCloseable {
     private long heartbeatTimer = -1;
     private long maintenanceTimer = -1;
     private volatile HostPort advertised;
+    /** False while warming up and once stopping: {@code /health} answers 503. */
+    private volatile boolean serving;
+    private volatile String notServing = "warming up";
+    private volatile boolean stopping;
 
     private LimiterService(Vertx vertx, Options options, QuotaSource config, Ticker ticker,
                            MeterRegistry registry) {
@@ -131,7 +164,7 @@ public final class LimiterService implements AutoCloseable {
     public static Future<LimiterService> start(Vertx vertx, Options options, QuotaSource config,
                                                Ticker ticker, MeterRegistry registry) {
         LimiterService s = new LimiterService(vertx, options, config, ticker, registry);
-        return Http.listen(vertx, options.listen(), s::handle).map(server -> {
+        return Http.listen(vertx, options.listen(), s::handle).compose(server -> {
             s.server = server;
             // expired keys leave the table even when no request arrives to trigger Caffeine's maintenance;
             // on a worker thread, as a flood's expiry can take a while
@@ -141,6 +174,9 @@ public final class LimiterService implements AutoCloseable {
             }, false));
             s.advertised = options.advertise() != null ? options.advertise()
                     : new HostPort(options.listen().host(), server.actualPort());
+            return s.warmUp();
+        }).map(v -> {
+            s.serving = true;
             if (options.observer() != null) {
                 s.heartbeatClient = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(1000)
                         .setKeepAlive(true));
@@ -150,6 +186,88 @@ public final class LimiterService implements AutoCloseable {
             LOG.info("limiter {} listening on {}", options.id(), s.advertised);
             return s;
         });
+    }
+
+    /**
+     * Warms the decision path before the limiter announces itself (issue 10: a cold limiter answered
+     * its first checks after the clients' 250 ms timeout): waits until the configuration source is
+     * ready, then sends self-checks over its own listener on loopback — single checks and batches,
+     * four at a time — until {@value #WARMUP_CHECKS} were decided or {@link Options#warmup()} passed.
+     * Never fails: the limiter starts anyway, with a warning, when the bound is reached first.
+     */
+    private Future<Void> warmUp() {
+        if (options.warmup().isZero()) {
+            return Future.succeededFuture();
+        }
+        long startNs = dev.levee.runtime.SystemTicker.INSTANCE.read();
+        long deadline = startNs + options.warmup().toNanos();
+        String host = options.listen().host();
+        String loopback = host.equals("0.0.0.0") || host.equals("::") || host.equals("[::]") ? "127.0.0.1" : host;
+        int port = server.actualPort();
+        HttpClientAgent http = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setTcpNoDelay(true)
+                .setConnectTimeout(1000), new io.vertx.core.http.PoolOptions().setHttp1MaxSize(4));
+        String one = "{\"resource\":\"" + WARMUP_RESOURCE + "\",\"key\":\"k\",\"operation\":\"GetObject\",\"g\":1}";
+        Buffer single = Buffer.buffer(one);
+        Buffer batch = Buffer.buffer("{\"checks\":[" + String.join(",", java.util.Collections.nCopies(8, one)) + "]}");
+        java.util.concurrent.atomic.AtomicInteger decided = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger();
+        io.vertx.core.Promise<Void> ready = io.vertx.core.Promise.promise();
+        awaitReady(deadline, ready);
+        return ready.future().compose(v -> {
+            List<Future<Void>> loops = new java.util.ArrayList<>();
+            for (int w = 0; w < 4; w++) {
+                io.vertx.core.Promise<Void> loop = io.vertx.core.Promise.promise();
+                warmLoop(http, loopback, port, single, batch, w, deadline, decided, failures, loop);
+                loops.add(loop.future());
+            }
+            return Future.join(loops).<Void>mapEmpty();
+        }).eventually(() -> http.close()).recover(e -> Future.succeededFuture()).onComplete(ar -> {
+            long ms = (dev.levee.runtime.SystemTicker.INSTANCE.read() - startNs) / 1_000_000;
+            if (decided.get() < WARMUP_CHECKS) {
+                LOG.warn("limiter {} warm-up bound reached: {} of {} self-checks in {} ms ({} failed); starting anyway",
+                        options.id(), decided.get(), WARMUP_CHECKS, ms, failures.get());
+            } else {
+                LOG.info("limiter {} warmed up: {} self-checks in {} ms", options.id(), decided.get(), ms);
+            }
+        });
+    }
+
+    /** Completes {@code ready} once the configuration source is ready, or at the deadline. */
+    private void awaitReady(long deadline, io.vertx.core.Promise<Void> ready) {
+        if (config.ready() || dev.levee.runtime.SystemTicker.INSTANCE.read() - deadline >= 0) {
+            ready.tryComplete();
+        } else {
+            vertx.setTimer(20, t -> awaitReady(deadline, ready));
+        }
+    }
+
+    private void warmLoop(HttpClientAgent http, String host, int port, Buffer single, Buffer batch, int n, long deadline,
+                          java.util.concurrent.atomic.AtomicInteger decided,
+                          java.util.concurrent.atomic.AtomicInteger failures, io.vertx.core.Promise<Void> loop) {
+        if (decided.get() >= WARMUP_CHECKS || dev.levee.runtime.SystemTicker.INSTANCE.read() - deadline >= 0) {
+            loop.tryComplete();
+            return;
+        }
+        boolean many = n % 2 == 1;
+        // an idle timeout only: a request's connect-timeout timer outlives the request and, once the client
+        // is closed, fails an already completed promise (Vert.x 5.1 logs "Promise already completed")
+        http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(host).setPort(port)
+                        .setURI(many ? "/v1/checks" : "/v1/check").setIdleTimeout(1000)
+                        .putHeader("Content-Type", "application/json"))
+                .compose(r -> r.send(many ? batch : single))
+                .compose(resp -> resp.body().map(b -> resp.statusCode()))
+                .onComplete(ar -> {
+                    if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) { // 429: a small default quota
+                        decided.addAndGet(many ? 8 : 1);
+                    } else {
+                        failures.incrementAndGet();
+                        if (failures.get() > 100) {
+                            loop.tryComplete(); // something is wrong with the path itself: do not spin
+                            return;
+                        }
+                    }
+                    warmLoop(http, host, port, single, batch, n + 2, deadline, decided, failures, loop);
+                });
     }
 
     private void sendHeartbeat() {
@@ -168,14 +286,20 @@ public final class LimiterService implements AutoCloseable {
     }
 
     private void handle(HttpServerRequest req) {
+        if (stopping) {
+            // one request per connection from now on: a client never sends a check on a connection
+            // that is being closed under it when the listener stops (it would get no answer)
+            req.response().putHeader(io.vertx.core.http.HttpHeaders.CONNECTION, io.vertx.core.http.HttpHeaders.CLOSE);
+        }
         String path = req.path();
         if (path.equals("/v1/check") && req.method() == HttpMethod.POST) {
             Http.withBody(req, body -> check(req, body));
         } else if (path.equals("/v1/checks") && req.method() == HttpMethod.POST) {
             Http.withBody(req, CheckBatch.MAX_BODY, body -> checkBatch(req, body));
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-            boolean ready = config.ready();
-            Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready" : "configuration source unreachable",
+            boolean ready = serving && config.ready();
+            Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready"
+                            : !serving ? notServing : "configuration source unreachable",
                     "id", options.id(), "revision", config.revision()));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
@@ -232,7 +356,9 @@ public final class LimiterService implements AutoCloseable {
             Http.error(req.response(), 400, e.getMessage());
             return;
         }
-        batchSizes.record(batch.checks().size());
+        if (batch.checks().isEmpty() || !WARMUP_RESOURCE.equals(batch.checks().get(0).resource())) {
+            batchSizes.record(batch.checks().size());
+        }
         java.util.List<Object> decisions = new java.util.ArrayList<>(batch.checks().size());
         for (CheckRequest in : batch.checks()) {
             S3Operation op;
@@ -273,8 +399,11 @@ public final class LimiterService implements AutoCloseable {
         String result = ok ? "accepted" : "rejected";
         long retry = Gcra.retryAfterSeconds(r);
         long remaining = ok ? r : 0;
-        count(result, rq.level().label());
-        if (DECISIONS.isInfoEnabled()) {
+        boolean warmup = WARMUP_RESOURCE.equals(resource);
+        if (!warmup) {
+            count(result, rq.level().label());
+        }
+        if (!warmup && DECISIONS.isInfoEnabled()) {
             DECISIONS.info("decision result={} resource={} key={} op={} level={} limit_key={} rate={} burst={} g={}"
                             + " remaining={} retry_after={} limiter={}",
                     result, LogText.escape(resource), LogText.escape(key), op, rq.level().label(),
@@ -312,9 +441,21 @@ public final class LimiterService implements AutoCloseable {
         return table;
     }
 
-    /** Leaves the observer (when configured) and stops listening. */
+    /**
+     * Stops gracefully (issue 10): leaves the membership first — stops heartbeats and tells the
+     * observer (when configured; an etcd registration is revoked by its owner before) — then keeps
+     * answering for {@link Options#drainGrace()} while clients move away, each answer with
+     * {@code Connection: close} so that no connection is reused across the close, then stops accepting
+     * connections and gives checks in flight up to {@link Options#shutdownTimeout()} to be answered
+     * before the connections are closed.
+     *
+     * @return completes once the listener and every connection are closed
+     */
     public Future<Void> stop() {
         vertx.cancelTimer(maintenanceTimer);
+        serving = false;
+        notServing = "stopping";
+        stopping = true;
         if (heartbeatTimer >= 0) {
             vertx.cancelTimer(heartbeatTimer);
         }
@@ -326,7 +467,15 @@ public final class LimiterService implements AutoCloseable {
                     .compose(r -> r.send()).<Void>mapEmpty().recover(e -> Future.succeededFuture())
                     .eventually(() -> heartbeatClient.close());
         }
-        return leave.compose(v -> server.close());
+        long grace = options.drainGrace().toMillis();
+        return leave.compose(v -> {
+            if (grace > 0) {
+                LOG.info("limiter {} left the membership; answering for {} ms more while clients move away",
+                        options.id(), grace);
+                return vertx.timer(grace, java.util.concurrent.TimeUnit.MILLISECONDS).<Void>mapEmpty();
+            }
+            return Future.succeededFuture();
+        }).compose(v -> server.shutdown(options.shutdownTimeout()));
     }
 
     /** Stops without leaving the observer (as a crash would): for failure tests. */

@@ -20,8 +20,13 @@ import org.slf4j.LoggerFactory;
  * Serves the list of active limiters (SPEC.md §7), from heartbeats in the embedded default.
  *
  * <p>API: {@code POST /v1/heartbeat {"id","address"}} → 204; {@code DELETE /v1/limiters/<id>} →
- * 204/404; {@code GET /v1/limiters} → {@code {revision, factor, limiters:[{id,address}]}};
- * {@code GET /health}; {@code GET /metrics}. Malformed input → 400 with a message.
+ * 204/404; {@code GET /v1/limiters} → {@code {revision, factor, limiters:[{id,address}], incarnation,
+ * ready}}; {@code GET /health}; {@code GET /metrics}. Malformed input → 400 with a message.
+ *
+ * <p>{@code incarnation} is a random id drawn at each start: revisions of two incarnations are not
+ * comparable. {@code ready} is false while the list may be incomplete — for one heartbeat TTL after
+ * a start (the limiters have not all sent a heartbeat yet), or while etcd is unreachable — and
+ * {@code /health} then answers 503; clients keep their last list meanwhile (issue 10).
  */
 public final class ObserverService implements AutoCloseable {
 
@@ -44,6 +49,20 @@ public final class ObserverService implements AutoCloseable {
             if (factor < 1) {
                 throw new IllegalArgumentException("factor must be >= 1");
             }
+        }
+    }
+
+    /** The answer to {@code GET /v1/limiters}: the source's view with the incarnation and readiness. */
+    private record ListAnswer(long revision, int factor, java.util.List<Member> limiters, String incarnation,
+                              boolean ready) {
+    }
+
+    /** What {@link #handle} needs besides the membership: this start's incarnation and readiness. */
+    private record Status(String incarnation, java.util.function.BooleanSupplier ready, String notReady) {
+        static Status of(java.util.function.BooleanSupplier ready, String notReady) {
+            byte[] b = new byte[8];
+            new java.security.SecureRandom().nextBytes(b);
+            return new Status(java.util.HexFormat.of().formatHex(b), ready, notReady);
         }
     }
 
@@ -72,23 +91,24 @@ public final class ObserverService implements AutoCloseable {
                                                 java.util.function.BooleanSupplier ready, MeterRegistry registry) {
         Gauge.builder("levee_observer_limiters", () -> source.view().limiters().size())
                 .description("active limiters").register(registry);
+        Status status = Status.of(ready, "etcd unreachable");
         return Http.listen(vertx, listen, req -> {
             if (req.path().equals("/v1/heartbeat")) {
                 Http.error(req.response(), 409, "membership comes from etcd leases; heartbeats are not used");
-            } else if (req.path().equals("/health") && req.method() == HttpMethod.GET) {
-                boolean ok = ready.getAsBoolean();
-                Http.json(req.response(), ok ? 200 : 503, Map.of("status", ok ? "ready" : "etcd unreachable"));
             } else {
-                handle(req, null, source, registry);
+                handle(req, null, source, registry, status);
             }
         }).map(server -> {
-            LOG.info("observer listening on {}:{} (membership from etcd)", listen.host(), server.actualPort());
+            LOG.info("observer listening on {}:{} (membership from etcd, incarnation {})", listen.host(),
+                    server.actualPort(), status.incarnation());
             return new ObserverService(vertx, source, server, -1);
         });
     }
 
     /**
-     * Starts an observer.
+     * Starts an observer with membership from heartbeats. For one TTL after the start its list is
+     * marked not ready (and {@code /health} answers 503): limiters that are alive may not have sent
+     * their heartbeat to this new incarnation yet.
      *
      * @return the running service once it listens
      */
@@ -97,7 +117,10 @@ public final class ObserverService implements AutoCloseable {
                 options.maxMembers());
         Gauge.builder("levee_observer_limiters", () -> membership.view().limiters().size())
                 .description("active limiters").register(registry);
-        return Http.listen(vertx, options.listen(), req -> handle(req, membership, membership, registry)).map(server -> {
+        long started = ticker.read();
+        long ttlNs = options.ttl().toNanos();
+        Status status = Status.of(() -> ticker.read() - started >= ttlNs, "collecting heartbeats");
+        return Http.listen(vertx, options.listen(), req -> handle(req, membership, membership, registry, status)).map(server -> {
             long every = Math.max(100, options.ttl().toMillis() / 4);
             long[] lastRevision = {0};
             long timer = vertx.setPeriodic(every, id -> {
@@ -108,8 +131,9 @@ public final class ObserverService implements AutoCloseable {
                             v.limiters().stream().map(m -> m.id() + "@" + m.address()).toList());
                 }
             });
-            LOG.info("observer listening on {}:{} ttl={}ms factor={}", options.listen().host(), server.actualPort(),
-                    options.ttl().toMillis(), options.factor());
+            LOG.info("observer listening on {}:{} ttl={}ms factor={} incarnation={} (list ready after one ttl)",
+                    options.listen().host(), server.actualPort(), options.ttl().toMillis(), options.factor(),
+                    status.incarnation());
             return new ObserverService(vertx, membership, server, timer);
         });
     }
@@ -118,11 +142,13 @@ public final class ObserverService implements AutoCloseable {
     }
 
     private static void handle(HttpServerRequest req, HeartbeatMembership heartbeats, MembershipSource membership,
-                               MeterRegistry registry) {
+                               MeterRegistry registry, Status status) {
         String path = req.path();
         try {
             if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET) {
-                Http.json(req.response(), 200, membership.view());
+                MembershipView v = membership.view();
+                Http.json(req.response(), 200, new ListAnswer(v.revision(), v.factor(), v.limiters(), status.incarnation(),
+                        status.ready().getAsBoolean()));
             } else if (path.equals("/v1/heartbeat") && req.method() == HttpMethod.POST && heartbeats != null) {
                 Http.withBody(req, body -> {
                     try {
@@ -142,7 +168,9 @@ public final class ObserverService implements AutoCloseable {
                     Http.error(req.response(), 404, "no such limiter");
                 }
             } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-                Http.json(req.response(), 200, Map.of("status", "ready"));
+                boolean ok = status.ready().getAsBoolean();
+                Http.json(req.response(), ok ? 200 : 503, Map.of("status", ok ? "ready" : status.notReady(),
+                        "incarnation", status.incarnation()));
             } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
                 Http.metrics(req, registry);
             } else {
@@ -164,12 +192,26 @@ public final class ObserverService implements AutoCloseable {
         return server.actualPort();
     }
 
-    /** Stops listening. */
+    /** Stops listening at once. */
     public Future<Void> stop() {
         if (sweepTimer >= 0) {
             vertx.cancelTimer(sweepTimer);
         }
         return server.close();
+    }
+
+    /**
+     * Stops gracefully: stops accepting connections, answers the requests in flight, and closes each
+     * connection once answered or after {@code timeout} at the latest (issue 10).
+     *
+     * @param timeout longest wait (CLI {@code --shutdown-deadline}, default 5 s)
+     * @return completes once every connection is closed
+     */
+    public Future<Void> stop(Duration timeout) {
+        if (sweepTimer >= 0) {
+            vertx.cancelTimer(sweepTimer);
+        }
+        return server.shutdown(timeout);
     }
 
     @Override

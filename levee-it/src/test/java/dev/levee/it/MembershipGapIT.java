@@ -1,0 +1,202 @@
+package dev.levee.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.levee.cli.stack.EmbeddedEtcd;
+import dev.levee.client.ClientDecision;
+import dev.levee.client.LeveeClient;
+import dev.levee.config.QuotaConfigLoader;
+import dev.levee.config.StaticQuotaSource;
+import dev.levee.etcd.Etcd;
+import dev.levee.etcd.EtcdMembership;
+import dev.levee.etcd.EtcdRegistration;
+import dev.levee.limiter.LimiterService;
+import dev.levee.observer.ObserverService;
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.LogTarget;
+import dev.levee.runtime.Logging;
+import dev.levee.runtime.Metrics;
+import dev.levee.runtime.SystemTicker;
+import dev.levee.s3.S3Request;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.options.GetOption;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A membership that is briefly empty — a restarted observer before the first heartbeats, or etcd
+ * leases expiring together and re-registered — must not empty the clients' lists and fail every
+ * check meanwhile (issue 10, defect 2).
+ */
+class MembershipGapIT {
+
+    static Vertx vertx;
+    static final StaticQuotaSource QUOTAS = new StaticQuotaSource(QuotaConfigLoader.parse(
+            "factor: 2\ndefault: {rate: 1000000, burst: 100000}\n", "test quotas"));
+
+    @BeforeAll
+    static void start() {
+        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
+        vertx = Vertx.vertx();
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        vertx.close().await(10, TimeUnit.SECONDS);
+    }
+
+    static <T> T done(Future<T> f) throws Exception {
+        return f.await(30, TimeUnit.SECONDS);
+    }
+
+    static int freePort() throws Exception {
+        try (var s = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** Checks through {@code client} from 4 virtual threads until stopped; counts each result. */
+    static final class Checks implements AutoCloseable {
+        final AtomicLong accepted = new AtomicLong();
+        final AtomicLong failed = new AtomicLong();
+        final AtomicLong other = new AtomicLong();
+        final AtomicBoolean stop = new AtomicBoolean();
+        final ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+
+        Checks(LeveeClient client) {
+            for (int t = 0; t < 4; t++) {
+                int thread = t;
+                pool.submit(() -> {
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                    for (long i = 0; !stop.get() && System.nanoTime() - deadline < 0; i++) {
+                        ClientDecision d = client.check(S3Request.fromRequestUri("GET", "127.0.0.1",
+                                "/gap-" + (i % 16) + "/k" + thread, null)).await(5, TimeUnit.SECONDS);
+                        (switch (d.result()) {
+                            case ACCEPTED -> accepted;
+                            case FAILED -> failed;
+                            default -> other;
+                        }).incrementAndGet();
+                        TimeUnit.MILLISECONDS.sleep(2); // pacing of the load, not synchronisation
+                    }
+                    return null;
+                });
+            }
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            stop.set(true);
+            pool.shutdown();
+            pool.awaitTermination(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void restartedObserverServingAnEmptyListFailsNoCheck() throws Exception {
+        int port = freePort();
+        HostPort obs = new HostPort("127.0.0.1", port);
+        ObserverService.Options oo = new ObserverService.Options(obs, Duration.ofSeconds(2), 2, 1024);
+        ObserverService observer = done(ObserverService.start(vertx, oo, SystemTicker.INSTANCE, Metrics.newRegistry()));
+        List<LimiterService> limiters = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            limiters.add(done(LimiterService.start(vertx, new LimiterService.Options("gap-" + i,
+                    new HostPort("127.0.0.1", 0), null, obs, Duration.ofMillis(500), 10_000), QUOTAS,
+                    SystemTicker.INSTANCE, Metrics.newRegistry())));
+        }
+        LeveeClient client = done(LeveeClient.start(vertx, new LeveeClient.Options(obs, Duration.ofMillis(100),
+                Duration.ofMillis(250), Duration.ofSeconds(1), List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()));
+        try {
+            await().atMost(Duration.ofSeconds(5)).until(() -> client.view().limiters().size() == 3);
+            ObserverService restarted;
+            try (Checks checks = new Checks(client)) {
+                await().atMost(Duration.ofSeconds(5)).until(() -> checks.accepted.get() > 100);
+                done(observer.stop());
+                restarted = done(ObserverService.start(vertx, oo, SystemTicker.INSTANCE, Metrics.newRegistry()));
+                long restartedAt = System.nanoTime();
+                // the heartbeats refill the new observer within one interval; go on for a TTL and a half
+                await().atMost(Duration.ofSeconds(10)).until(() -> restarted.membership().view().limiters().size() == 3
+                        && System.nanoTime() - restartedAt > TimeUnit.MILLISECONDS.toNanos(3000));
+                checks.close();
+                System.out.printf("observer restart under load: %d accepted, %d failed, %d other%n",
+                        checks.accepted.get(), checks.failed.get(), checks.other.get());
+                assertThat(checks.failed.get()).as("checks failed while the restarted observer filled up").isZero();
+            }
+            assertThat(client.view().limiters()).hasSize(3);
+            done(restarted.stop());
+        } finally {
+            done(client.stop());
+            for (LimiterService l : limiters) {
+                done(l.kill());
+            }
+        }
+    }
+
+    @Test
+    void etcdLeasesExpiringTogetherFailNoCheck() throws Exception {
+        try (EmbeddedEtcd etcd = EmbeddedEtcd.start(); Client etcdClient = Etcd.client(List.of(etcd.endpoint()))) {
+            String prefix = "/levee-gap/";
+            List<LimiterService> limiters = new ArrayList<>();
+            List<EtcdRegistration> regs = new ArrayList<>();
+            try (EtcdMembership membership = EtcdMembership.start(etcdClient, prefix, () -> 2)) {
+                for (int i = 1; i <= 3; i++) {
+                    LimiterService l = done(LimiterService.start(vertx, new LimiterService.Options("lease-" + i,
+                            new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000), QUOTAS,
+                            SystemTicker.INSTANCE, Metrics.newRegistry()));
+                    limiters.add(l);
+                    regs.add(EtcdRegistration.start(etcdClient, prefix, l.id(), l.address().toString(), 2));
+                }
+                ObserverService observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), membership,
+                        () -> true, Metrics.newRegistry()));
+                LeveeClient client = done(LeveeClient.start(vertx, new LeveeClient.Options(
+                        new HostPort("127.0.0.1", observer.port()), Duration.ofMillis(100), Duration.ofMillis(250),
+                        Duration.ofSeconds(1), List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()));
+                try {
+                    await().atMost(Duration.ofSeconds(10)).until(() -> client.view().limiters().size() == 3);
+                    try (Checks checks = new Checks(client)) {
+                        await().atMost(Duration.ofSeconds(5)).until(() -> checks.accepted.get() > 100);
+                        // what a SIGSTOP of etcd longer than the TTL does: every limiter lease ends at once
+                        ByteSequence key = ByteSequence.from(prefix + "limiters/", StandardCharsets.UTF_8);
+                        for (KeyValue kv : etcdClient.getKVClient().get(key, GetOption.builder().isPrefix(true).build())
+                                .get(10, TimeUnit.SECONDS).getKvs()) {
+                            etcdClient.getLeaseClient().revoke(kv.getLease()).get(10, TimeUnit.SECONDS);
+                        }
+                        long emptiedAt = System.nanoTime();
+                        await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(5))
+                                .until(() -> membership.view().limiters().isEmpty());
+                        await().atMost(Duration.ofSeconds(10)).until(() -> membership.view().limiters().size() == 3);
+                        System.out.printf("etcd membership empty, back to 3 after %.0f ms%n",
+                                (System.nanoTime() - emptiedAt) / 1e6);
+                        await().pollDelay(Duration.ofMillis(500)).until(() -> true); // a few more refreshes under load
+                        checks.close();
+                        System.out.printf("etcd leases ended together under load: %d accepted, %d failed, %d other%n",
+                                checks.accepted.get(), checks.failed.get(), checks.other.get());
+                        assertThat(checks.failed.get()).as("checks failed while the membership was empty").isZero();
+                    }
+                } finally {
+                    done(client.stop());
+                    done(observer.stop());
+                }
+            } finally {
+                regs.forEach(EtcdRegistration::close);
+                for (LimiterService l : limiters) {
+                    done(l.kill());
+                }
+            }
+        }
+    }
+}
