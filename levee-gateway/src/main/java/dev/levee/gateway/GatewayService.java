@@ -517,6 +517,8 @@ public final class GatewayService implements AutoCloseable {
         boolean abandoned;
         /** The backend answered before the body was read: close the connection after the response. */
         boolean lingerAfterResponse;
+        /** The backend's response failed (its connection closed or was reset) before it was relayed whole. */
+        Throwable backendResponseFailure;
         boolean finished;
 
         Exchange(HttpServerRequest req, Context context, Conn conn) {
@@ -553,6 +555,11 @@ public final class GatewayService implements AutoCloseable {
             }
             if (unfinishedBackendRequest != null) {
                 quiet(unfinishedBackendRequest).reset();
+            } else if (backendRequest != null && !bodyDone && !req.response().headWritten()) {
+                // the client went away before its body was sent (a malformed body, a reset) and before an
+                // answer: the backend's work is not wanted, and its connection is freed now rather than at
+                // its answer; the request is not ended (its body was not), and quiet() since its creation
+                backendRequest.reset();
             }
             inFlight.decrementAndGet();
             if (lingerAfterResponse && !req.response().closed()) {
@@ -769,6 +776,9 @@ public final class GatewayService implements AutoCloseable {
             out.response().onComplete(rr -> {
                 if (ex.finished || ex.abandoned) {
                     if (rr.succeeded()) {
+                        // a late answer nobody reads: the reset reaches it too, and without a handler of its
+                        // own Vert.x would log that at ERROR ("Stream reset: 0")
+                        rr.result().exceptionHandler(e -> LOG.debug("late backend response dropped: {}", e.toString()));
                         rr.result().request().reset();
                     }
                     return; // the client went away, or was answered already
@@ -963,7 +973,10 @@ public final class GatewayService implements AutoCloseable {
     private void relay(Exchange ex, HttpClientResponse in) {
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
-        in.exceptionHandler(e -> LOG.debug("backend response failed: {}", e.toString()));
+        in.exceptionHandler(e -> {
+            ex.backendResponseFailure = e;
+            LOG.debug("backend response failed: {}", e.toString());
+        });
         if (resp.ended() || resp.closed() || ex.finished) {
             in.request().reset();
             return;
@@ -1013,6 +1026,15 @@ public final class GatewayService implements AutoCloseable {
                 in.request().reset();
                 count("bandwidth_refused");
                 refuse(req, RETRY_AFTER_SECONDS, "download bandwidth: " + e.getMessage());
+                return;
+            }
+            if (ex.finished) {
+                return; // the client went away while the permits were on their way
+            }
+            if (ex.backendResponseFailure != null) {
+                // the answer was lost (its connection closed) while it waited for its permits: nothing of
+                // it is out yet, so the client is told so; a pipe started on it would fail on the ended stream
+                badGateway(req, ex.backendResponseFailure);
                 return;
             }
             writeHead(req, in);

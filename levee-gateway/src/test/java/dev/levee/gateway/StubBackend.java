@@ -22,6 +22,10 @@ final class StubBackend implements AutoCloseable {
 
     /** A bucket that does not exist: requests to it are answered 404 before their body is read. */
     static final String MISSING_BUCKET = "missing-bucket";
+    /** Requests to it are answered 400 after 200 ms, whatever their body (none of it is read). */
+    static final String LATE_ANSWER_BUCKET = "late-answer-bucket";
+    /** Requests to it get a 404 whose body is cut: 100 of its 1000 bytes, then the connection closes. */
+    static final String CUT_ANSWER_BUCKET = "cut-answer-bucket";
 
     final Vertx vertx = Vertx.vertx();
     final HttpServer server;
@@ -50,6 +54,16 @@ final class StubBackend implements AutoCloseable {
     private void handle(HttpServerRequest req) {
         if (req.path().startsWith("/" + MISSING_BUCKET + "/")) {
             answerEarly(req);
+            return;
+        }
+        if (req.path().startsWith("/" + LATE_ANSWER_BUCKET + "/")) {
+            earlyAnswers.incrementAndGet();
+            vertx.setTimer(200, t -> req.response().setStatusCode(400).putHeader("Content-Length", "0").end());
+            return;
+        }
+        if (req.path().startsWith("/" + CUT_ANSWER_BUCKET + "/")) {
+            HttpServerResponse resp = req.response().setStatusCode(404).putHeader("Content-Length", "1000");
+            resp.write(Buffer.buffer(new byte[100])).onComplete(v -> req.connection().close());
             return;
         }
         if ("100-continue".equalsIgnoreCase(req.getHeader("Expect"))) {
