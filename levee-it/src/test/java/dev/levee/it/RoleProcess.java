@@ -41,7 +41,9 @@ final class RoleProcess implements AutoCloseable {
      */
     static RoleProcess start(Path dir, String name, List<String> args) {
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> cmd = new ArrayList<>(List.of(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"), "dev.levee.cli.Main"));
+        List<String> cmd = new ArrayList<>(List.of(java));
+        cmd.addAll(launcherJvmOptions(args));
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "dev.levee.cli.Main"));
         cmd.addAll(args);
         try {
             Files.createDirectories(dir);
