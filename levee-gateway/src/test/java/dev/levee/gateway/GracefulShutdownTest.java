@@ -109,7 +109,7 @@ class GracefulShutdownTest {
     }
 
     @Test
-    void aNewRequestOnAnOpenConnectionDuringTheDrainGets503SlowDownAndConnectionClose() throws Exception {
+    void aRequestCompletedDuringTheDrainIsRefusedWith503OrTheIdleCloseNeverForwarded() throws Exception {
         start(MiB);
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
@@ -123,11 +123,25 @@ class GracefulShutdownTest {
             CompletableFuture<Void> stopped = rig.gateway.stop(Duration.ofSeconds(20)).toCompletionStage().toCompletableFuture();
             idle.getOutputStream().write((AUTH + "\r\n\r\n").getBytes());
             idle.setSoTimeout(5000);
-            String answer = new String(idle.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
-            assertThat(answer).startsWith("HTTP/1.1 503").containsIgnoringCase("connection: close")
-                    .contains("<Code>SlowDown</Code>");
+            String answer;
+            try {
+                answer = new String(idle.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
+            } catch (java.net.SocketException reset) {
+                answer = "";
+            }
+            System.out.println("a request completed during the drain on a connection opened before: "
+                    + (answer.isEmpty() ? "closed unanswered (idle at the stop)" : answer.lines().findFirst().orElse("")));
+            // Vert.x's shutdown closes the connections that are idle when it starts, and a connection whose
+            // request head is still incomplete is idle: then the client sees the close (HTTP's keep-alive race,
+            // as with NGINX), never a forwarded request. A head completed before that close gets 503 SlowDown.
+            if (!answer.isEmpty()) {
+                assertThat(answer).startsWith("HTTP/1.1 503").containsIgnoringCase("connection: close")
+                        .contains("<Code>SlowDown</Code>");
+            }
             assertThat(down.get(10, TimeUnit.SECONDS).body()).isEqualTo(pattern((int) (2 * MiB)));
             stopped.get(5, TimeUnit.SECONDS);
+            assertThat(rig.backend.written.get()).as("the backend served the download only, never the late request")
+                    .isEqualTo(2 * MiB);
         }
     }
 
