@@ -8,8 +8,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.List;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -21,25 +20,16 @@ import org.junit.jupiter.params.provider.CsvSource;
 class EarlyBackendAnswerTest {
 
     static final String KEY = "AKIAEARLY";
-    static final String AUTH = "AWS4-HMAC-SHA256 Credential=" + KEY + "/20260101/us-east-1/s3/aws4_request,"
-            + " SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=0123";
+    static final String AUTH = TestGateway.auth(KEY);
 
+    @AutoClose
     TestGateway rig;
-
-    @AfterEach
-    void close() throws Exception {
-        if (rig != null) {
-            rig.close();
-        }
-    }
 
     @ParameterizedTest(name = "governed={0} expect100={1}")
     @CsvSource({"false,false", "false,true", "true,false", "true,true"})
     void aFiveMegabytePutToAMissingBucketGetsTheBackends404SixTimesOutOfSix(boolean governed, boolean expect100)
             throws Exception {
-        GovernanceSettings g = GovernanceSettings.builder()
-                .principals(new PrincipalDirectory(List.of(PrincipalDirectory.Account.of("svc", KEY))))
-                .build();
+        GovernanceSettings g = TestGateway.onePrincipal(KEY).build();
         rig = TestGateway.start(o -> governed ? o.withGovernance(g) : o);
         byte[] body = new byte[5 * 1000 * 1000];
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();

@@ -14,11 +14,10 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -29,28 +28,16 @@ import org.junit.jupiter.api.Test;
 class GovernedStreamingTest {
 
     static final String KEY = "AKIASTREAM";
-    static final String AUTH = "AWS4-HMAC-SHA256 Credential=" + KEY + "/20260101/us-east-1/s3/aws4_request,"
-            + " SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=0123";
+    static final String AUTH = TestGateway.auth(KEY);
     static final long RATE = 256 * 1024;
 
+    @AutoClose
     TestGateway rig;
     StubBackend backend;
     GatewayService gateway;
 
-    @AfterEach
-    void stop() throws Exception {
-        if (rig != null) {
-            rig.close();
-        }
-    }
-
     void start(long principalRate) throws Exception {
-        GovernanceSettings g = GovernanceSettings.builder()
-                .principals(new PrincipalDirectory(List.of(PrincipalDirectory.Account.of("svc", KEY))))
-                .principalUploadRate(principalRate)
-                .principalDownloadRate(principalRate)
-                .build();
-        rig = TestGateway.start(o -> o.withGovernance(g));
+        rig = TestGateway.governed(KEY, principalRate);
         backend = rig.backend;
         gateway = rig.gateway;
     }

@@ -11,13 +11,12 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -29,26 +28,14 @@ import org.junit.jupiter.api.Test;
 class GracefulShutdownTest {
 
     static final String KEY = "AKIASHUTDOWN";
-    static final String AUTH = "AWS4-HMAC-SHA256 Credential=" + KEY + "/20260101/us-east-1/s3/aws4_request,"
-            + " SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=0123";
+    static final String AUTH = TestGateway.auth(KEY);
     static final long MiB = 1L << 20;
 
+    @AutoClose
     TestGateway rig;
 
-    @AfterEach
-    void close() throws Exception {
-        if (rig != null) {
-            rig.close();
-        }
-    }
-
     void start(long principalRate) throws Exception {
-        GovernanceSettings g = GovernanceSettings.builder()
-                .principals(new PrincipalDirectory(List.of(PrincipalDirectory.Account.of("svc", KEY))))
-                .principalUploadRate(principalRate)
-                .principalDownloadRate(principalRate)
-                .build();
-        rig = TestGateway.start(o -> o.withGovernance(g));
+        rig = TestGateway.governed(KEY, principalRate);
     }
 
     static byte[] pattern(int size) {

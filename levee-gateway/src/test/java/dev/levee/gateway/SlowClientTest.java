@@ -18,7 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,21 +30,13 @@ import org.junit.jupiter.api.Test;
 class SlowClientTest {
 
     static final String KEY = "AKIASLOW";
-    static final String AUTH = "AWS4-HMAC-SHA256 Credential=" + KEY + "/20260101/us-east-1/s3/aws4_request,"
-            + " SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=0123";
+    static final String AUTH = TestGateway.auth(KEY);
 
+    @AutoClose
     TestGateway rig;
 
-    @AfterEach
-    void close() throws Exception {
-        if (rig != null) {
-            rig.close();
-        }
-    }
-
     void start(long principalUploadRate, GatewayService.ClientDeadlines deadlines) throws Exception {
-        GovernanceSettings g = GovernanceSettings.builder()
-                .principals(new PrincipalDirectory(List.of(PrincipalDirectory.Account.of("svc", KEY))))
+        GovernanceSettings g = TestGateway.onePrincipal(KEY)
                 .principalUploadRate(principalUploadRate)
                 .build();
         rig = TestGateway.start(o -> o.withGovernance(g).withClientDeadlines(deadlines));

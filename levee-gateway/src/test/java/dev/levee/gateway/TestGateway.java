@@ -4,13 +4,14 @@ import dev.levee.runtime.HostPort;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Vertx;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
 /**
  * Test fixture: a {@link StubBackend} and a gateway in front of it on free loopback ports, with the
  * check off ({@code enforce=false}), 30 s backend timeout and 16 backend connections; closed in
- * reverse order.
+ * reverse order. A test holds it in an {@code @AutoClose TestGateway rig;} field.
  */
 final class TestGateway implements AutoCloseable {
 
@@ -22,6 +23,21 @@ final class TestGateway implements AutoCloseable {
         this.backend = backend;
         this.vertx = vertx;
         this.gateway = gateway;
+    }
+
+    /**
+     * The {@code Authorization} header of a request from access key {@code key}: SigV4 in form, with a
+     * placeholder signature (a key without a secret is trusted by its claim, see {@link PrincipalDirectory}).
+     */
+    static String auth(String key) {
+        return "AWS4-HMAC-SHA256 Credential=" + key + "/20260101/us-east-1/s3/aws4_request,"
+                + " SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=0123";
+    }
+
+    /** Governance with one principal, {@code svc}, of access key {@code key}; rates left to the caller. */
+    static GovernanceSettings.Builder onePrincipal(String key) {
+        return GovernanceSettings.builder()
+                .principals(new PrincipalDirectory(List.of(PrincipalDirectory.Account.of("svc", key))));
     }
 
     /**
@@ -37,6 +53,16 @@ final class TestGateway implements AutoCloseable {
         GatewayService gateway = GatewayService.start(vertx, o, null, new SimpleMeterRegistry()).toCompletionStage()
                 .toCompletableFuture().get(10, TimeUnit.SECONDS);
         return new TestGateway(backend, vertx, gateway);
+    }
+
+    /**
+     * Starts a governed gateway whose one principal ({@link #onePrincipal}) may upload and download
+     * {@code principalRate} bytes per second each.
+     */
+    static TestGateway governed(String key, long principalRate) throws Exception {
+        GovernanceSettings g = onePrincipal(key).principalUploadRate(principalRate).principalDownloadRate(principalRate)
+                .build();
+        return start(o -> o.withGovernance(g));
     }
 
     @Override

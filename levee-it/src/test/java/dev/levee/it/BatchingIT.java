@@ -1,5 +1,6 @@
 package dev.levee.it;
 
+import static dev.levee.it.ItFixtures.done;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.client.ClientDecision;
@@ -11,24 +12,19 @@ import dev.levee.observer.Member;
 import dev.levee.observer.MembershipView;
 import dev.levee.observer.ObserverService;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import dev.levee.s3.S3Request;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * levee-client coalesces the checks bound for one limiter into {@code POST /v1/checks} batches while
@@ -37,25 +33,11 @@ import org.junit.jupiter.api.Test;
  */
 class BatchingIT {
 
-    static Vertx vertx;
-
-    @BeforeAll
-    static void start() {
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        vertx.close().await(10, TimeUnit.SECONDS);
-    }
-
-    static <T> T done(Future<T> f) throws Exception {
-        return f.await(10, TimeUnit.SECONDS);
-    }
+    @RegisterExtension
+    static final ItFixtures IT = ItFixtures.withVertx();
 
     static LimiterService limiter(String id, String quotas) throws Exception {
-        return done(LimiterService.start(vertx, new LimiterService.Options(id, new HostPort("127.0.0.1", 0), null, null,
+        return done(LimiterService.start(IT.vertx(), new LimiterService.Options(id, new HostPort("127.0.0.1", 0), null, null,
                         Duration.ofSeconds(1), 10_000),
                 new StaticQuotaSource(QuotaConfigLoader.parse(quotas, "test quotas")), SystemTicker.INSTANCE,
                 Metrics.newRegistry()));
@@ -64,13 +46,13 @@ class BatchingIT {
     /** An observer that lists exactly {@code members}. */
     static ObserverService observer(int factor, Member... members) throws Exception {
         MembershipView view = new MembershipView(1, factor, List.of(members));
-        return done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), () -> view, () -> true,
+        return done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), () -> view, () -> true,
                 Metrics.newRegistry()));
     }
 
     /** A stand-in limiter: answers {@code /v1/check} as {@code single} says and {@code /v1/checks} with {@code batch}. */
     static HttpServer stub(int single, int batch, String body, AtomicInteger calls) throws Exception {
-        return done(vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
+        return done(IT.vertx().createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
             calls.incrementAndGet();
             int status = req.path().equals("/v1/checks") ? batch : single;
             req.response().setStatusCode(status).putHeader("Content-Type", "application/json")
@@ -79,7 +61,7 @@ class BatchingIT {
     }
 
     static LeveeClient client(ObserverService obs, int maxInFlight, MeterRegistry registry) throws Exception {
-        return done(LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
+        return done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
                 Duration.ofMillis(200), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of(), maxInFlight, 64),
                 SystemTicker.INSTANCE, registry));
     }
@@ -92,9 +74,9 @@ class BatchingIT {
     /** Sends {@code n} checks at once (from the client's event loop, as levee-client's endpoint does). */
     static List<ClientDecision> burst(LeveeClient client, String bucket, int n) throws Exception {
         List<Future<ClientDecision>> all = new ArrayList<>();
-        done(vertx.executeBlocking(() -> null)); // warm the worker pool
+        done(IT.vertx().executeBlocking(() -> null)); // warm the worker pool
         io.vertx.core.Promise<Void> sent = io.vertx.core.Promise.promise();
-        vertx.runOnContext(v -> {
+        IT.vertx().runOnContext(v -> {
             for (int i = 0; i < n; i++) {
                 all.add(client.check(S3Request.fromRequestUri("GET", "127.0.0.1", "/" + bucket + "/k" + i, null)));
             }
@@ -149,7 +131,7 @@ class BatchingIT {
         LimiterService l = limiter("big", "factor: 1\ndefault: {rate: 1000000, burst: 100000}\n");
         ObserverService obs = observer(1, new Member("big", l.address().toString()));
         MeterRegistry reg = Metrics.newRegistry();
-        LeveeClient c = done(LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
+        LeveeClient c = done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
                 Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofSeconds(30), List.of(), 1, 1024),
                 SystemTicker.INSTANCE, reg));
         seeing(c, 1);
@@ -159,7 +141,7 @@ class BatchingIT {
             String name = "%01".repeat(1024);
             List<Future<ClientDecision>> all = new ArrayList<>();
             io.vertx.core.Promise<Void> sent = io.vertx.core.Promise.promise();
-            vertx.runOnContext(v -> {
+            IT.vertx().runOnContext(v -> {
                 for (int i = 0; i < 600; i++) {
                     all.add(c.check(S3Request.fromRequestUri("GET", "127.0.0.1", "/" + name + "/" + name, null)));
                 }

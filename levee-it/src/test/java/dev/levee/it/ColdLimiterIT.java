@@ -5,11 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import dev.levee.observer.ObserverService;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
-import io.vertx.core.Vertx;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -20,9 +17,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -31,30 +27,17 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ColdLimiterIT {
 
-    static Vertx vertx;
+    @RegisterExtension
+    static final ItFixtures IT = ItFixtures.withVertx();
 
     @TempDir
     Path dir;
 
-    @BeforeAll
-    static void start() {
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        vertx.close().await(10, TimeUnit.SECONDS);
-    }
-
     @Test
     void freshLimiterProcessAnswersItsFirstChecksWithinTheCheckTimeoutOnceListed() throws Exception {
-        ObserverService observer = ObserverService.start(vertx, new ObserverService.Options(new HostPort("127.0.0.1", 0),
+        ObserverService observer = ObserverService.start(IT.vertx(), new ObserverService.Options(new HostPort("127.0.0.1", 0),
                 Duration.ofSeconds(3), 1, 1024), SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
-        int port;
-        try (var s = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
+        int port = RoleProcess.freePort();
         String javaBin = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = List.of(javaBin, "-cp", System.getProperty("java.class.path"), "dev.levee.cli.Main", "limiter",
                 "--id", "cold-1", "--listen", "127.0.0.1:" + port, "--observer", "127.0.0.1:" + observer.port(),

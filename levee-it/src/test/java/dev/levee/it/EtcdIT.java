@@ -1,10 +1,10 @@
 package dev.levee.it;
 
+import static dev.levee.it.ItFixtures.done;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.levee.cli.Main;
-import dev.levee.cli.stack.EmbeddedEtcd;
 import dev.levee.client.LeveeClient;
 import dev.levee.config.QuotaLayout;
 import dev.levee.core.S3Operation;
@@ -16,16 +16,12 @@ import dev.levee.limiter.CheckResponse;
 import dev.levee.limiter.LimiterService;
 import dev.levee.observer.ObserverService;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.options.GetOption;
-import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -36,9 +32,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -47,52 +42,27 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class EtcdIT {
 
-    static EmbeddedEtcd etcd;
-    static Client client;
-    static Vertx vertx;
+    @RegisterExtension
+    static final ItFixtures IT = ItFixtures.withVertxAndEtcd();
+
     static final AtomicInteger PREFIXES = new AtomicInteger();
 
     @TempDir
     Path dir;
 
-    @BeforeAll
-    static void start() {
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        etcd = EmbeddedEtcd.start();
-        client = Etcd.client(List.of(etcd.endpoint()));
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        if (vertx != null) {
-            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        }
-        if (client != null) {
-            client.close();
-        }
-        if (etcd != null) {
-            etcd.close();
-        }
-    }
-
     static String newPrefix() {
         return "/levee-it-" + PREFIXES.incrementAndGet() + "/";
     }
 
-    static <T> T done(Future<T> f) throws Exception {
-        return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
-    }
-
     void put(String key, String value) throws Exception {
-        client.getKVClient().put(ByteSequence.from(key, StandardCharsets.UTF_8), ByteSequence.from(value, StandardCharsets.UTF_8))
+        IT.client().getKVClient().put(ByteSequence.from(key, StandardCharsets.UTF_8), ByteSequence.from(value, StandardCharsets.UTF_8))
                 .get(10, TimeUnit.SECONDS);
     }
 
     int cli(String... args) {
         List<String> all = new ArrayList<>(List.of(args));
         all.add("--etcd");
-        all.add(etcd.endpoint());
+        all.add(IT.etcd().endpoint());
         return Main.run(all.toArray(String[]::new));
     }
 
@@ -103,13 +73,13 @@ class EtcdIT {
     }
 
     LimiterService limiter(String id, EtcdQuotaSource source) throws Exception {
-        return done(LimiterService.start(vertx, new LimiterService.Options(id, new HostPort("127.0.0.1", 0), null, null,
+        return done(LimiterService.start(IT.vertx(), new LimiterService.Options(id, new HostPort("127.0.0.1", 0), null, null,
                 Duration.ofSeconds(1), 100_000), source, SystemTicker.INSTANCE, Metrics.newRegistry()));
     }
 
     static Map<String, String> etcdValues(String prefix) throws Exception {
         Map<String, String> out = new TreeMap<>();
-        for (KeyValue kv : client.getKVClient().get(ByteSequence.from(prefix, StandardCharsets.UTF_8),
+        for (KeyValue kv : IT.client().getKVClient().get(ByteSequence.from(prefix, StandardCharsets.UTF_8),
                 GetOption.builder().isPrefix(true).build()).get(10, TimeUnit.SECONDS).getKvs()) {
             String rel = kv.getKey().toString(StandardCharsets.UTF_8).substring(prefix.length());
             if (QuotaLayout.isQuotaKey(rel)) {
@@ -124,7 +94,7 @@ class EtcdIT {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file("factor: 1\ndefault: {rate: 1000, burst: 100}\n").toString(),
                 "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
             LimiterService l = limiter("hot-1", source);
             assertThat(l.decide(source.current(), "hot", "k", S3Operation.GetObject, 1).level()).isEqualTo("default");
             Path bucket = file("quota: {rate: 7, burst: 3}\n");
@@ -157,9 +127,9 @@ class EtcdIT {
                 resources:
                   good: {quota: {rate: 5, burst: 1}}
                 """).toString(), "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
             var registry = Metrics.newRegistry();
-            LimiterService l = done(LimiterService.start(vertx, new LimiterService.Options("bad-1",
+            LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("bad-1",
                     new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1000), source, SystemTicker.INSTANCE,
                     registry));
             long goodRevision = source.revision();
@@ -191,19 +161,19 @@ class EtcdIT {
                 resources:
                   a: {quota: {rate: 1, burst: 1}}
                 """).toString(), "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
             LimiterService l = limiter("down-1", source);
             var http = java.net.http.HttpClient.newHttpClient();
             var health = java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + l.address() + "/health")).build();
-            etcd.stop();
+            IT.etcd().stop();
             await().atMost(Duration.ofSeconds(5)).until(() -> !source.ready());
             assertThat(http.send(health, java.net.http.HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(503);
             // decisions keep the last good configuration meanwhile
             assertThat(l.decide(source.current(), "a", "k", S3Operation.GetObject, 1).rate()).isEqualTo(1.0);
             TimeUnit.SECONDS.sleep(10); // the scenario: etcd stays down for 10 s
-            etcd.launch();
+            IT.etcd().launch();
             // changed through the restarted etcd, before Levee reconnects
-            try (Client other = Etcd.client(List.of(etcd.endpoint()))) {
+            try (Client other = Etcd.client(List.of(IT.etcd().endpoint()))) {
                 for (int i = 0; i < 20; i++) {
                     other.getKVClient().put(ByteSequence.from(prefix + "resources/b" + i, StandardCharsets.UTF_8),
                             ByteSequence.from("quota: {rate: " + (i + 1) + ", burst: 1}", StandardCharsets.UTF_8)).get();
@@ -235,7 +205,7 @@ class EtcdIT {
                 resources:
                   drain: {quota: {rate: 1.6666666666666667, burst: 100}}
                 """).toString(), "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
             LimiterService l = limiter("drain-1", source);
             int admitted = 0;
             while (l.decide(source.current(), "drain", "k", S3Operation.GetObject, 1).result().equals("accepted")) {
@@ -265,19 +235,19 @@ class EtcdIT {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file("factor: 4\ndefault: {rate: 100, burst: 10}\n").toString(),
                 "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000);
-             EtcdMembership membership = EtcdMembership.start(client, prefix, () -> source.current().factor())) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000);
+             EtcdMembership membership = EtcdMembership.start(IT.client(), prefix, () -> source.current().factor())) {
             List<EtcdRegistration> regs = new ArrayList<>();
             for (int i = 1; i <= 5; i++) {
-                regs.add(EtcdRegistration.start(client, prefix, "f-" + i, "127.0.0.1:" + (20000 + i), 5));
+                regs.add(EtcdRegistration.start(IT.client(), prefix, "f-" + i, "127.0.0.1:" + (20000 + i), 5));
             }
-            ObserverService obs = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), membership, source::ready,
+            ObserverService obs = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership, source::ready,
                     Metrics.newRegistry()));
             Duration refresh = Duration.ofMillis(300);
             LeveeClient.Options opts = new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()), refresh,
                     Duration.ofMillis(250), Duration.ofSeconds(1), List.of());
-            LeveeClient c1 = done(LeveeClient.start(vertx, opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
-            LeveeClient c2 = done(LeveeClient.start(vertx, opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
+            LeveeClient c1 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
+            LeveeClient c2 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
             await().atMost(Duration.ofSeconds(5)).until(() -> c1.view().limiters().size() == 5 && c2.view().limiters().size() == 5);
             assertThat(c1.group("bucket-x")).hasSize(4).isEqualTo(c2.group("bucket-x"));
             assertThat(cli("quota", "factor", "2", "--etcd-prefix", prefix)).isZero();
@@ -301,26 +271,23 @@ class EtcdIT {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file("factor: 2\ndefault: {rate: 100, burst: 10}\n").toString(),
                 "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000);
-             EtcdMembership membership = EtcdMembership.start(client, prefix, () -> source.current().factor())) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000);
+             EtcdMembership membership = EtcdMembership.start(IT.client(), prefix, () -> source.current().factor())) {
             List<EtcdRegistration> regs = new ArrayList<>();
             for (int i = 1; i <= 2; i++) {
-                regs.add(EtcdRegistration.start(client, prefix, "k-" + i, "127.0.0.1:" + (21000 + i), 5));
+                regs.add(EtcdRegistration.start(IT.client(), prefix, "k-" + i, "127.0.0.1:" + (21000 + i), 5));
             }
-            int port;
-            try (var s = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-                port = s.getLocalPort();
-            }
+            int port = RoleProcess.freePort();
             long ttlSeconds = 2;
             Process p = startLimiterProcess(prefix, "k-victim", port, ttlSeconds);
             try {
                 await().atMost(Duration.ofSeconds(30)).until(() -> ids(membership).contains("k-victim"));
-                ObserverService obs = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), membership,
+                ObserverService obs = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership,
                         source::ready, Metrics.newRegistry()));
                 LeveeClient.Options opts = new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
                         Duration.ofMillis(200), Duration.ofMillis(250), Duration.ofSeconds(1), List.of());
-                LeveeClient c1 = done(LeveeClient.start(vertx, opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
-                LeveeClient c2 = done(LeveeClient.start(vertx, opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
+                LeveeClient c1 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
+                LeveeClient c2 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
                 await().atMost(Duration.ofSeconds(3)).until(() -> c1.view().limiters().size() == 3 && c2.view().limiters().size() == 3);
                 List<List<LeveeClient.Member>> before = groups(c1);
                 assertThat(groups(c2)).isEqualTo(before);
@@ -363,7 +330,7 @@ class EtcdIT {
     Process startLimiterProcess(String prefix, String id, int port, long ttlSeconds) throws Exception {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = List.of(java, "-cp", System.getProperty("java.class.path"), "dev.levee.cli.Main", "limiter",
-                "--id", id, "--listen", "127.0.0.1:" + port, "--etcd", etcd.endpoint(), "--etcd-prefix", prefix,
+                "--id", id, "--listen", "127.0.0.1:" + port, "--etcd", IT.etcd().endpoint(), "--etcd-prefix", prefix,
                 "--lease-ttl", ttlSeconds + "s", "--log-target", "file:" + Stack.LOG.toAbsolutePath().getParent()
                         .resolve("limiter-process.log"));
         return new ProcessBuilder(cmd).redirectErrorStream(true)

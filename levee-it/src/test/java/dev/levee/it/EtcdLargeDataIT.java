@@ -1,5 +1,6 @@
 package dev.levee.it;
 
+import static dev.levee.it.ItFixtures.done;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -12,15 +13,12 @@ import dev.levee.etcd.EtcdQuotaSource;
 import dev.levee.limiter.LimiterService;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.PutOption;
-import io.vertx.core.Vertx;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
@@ -34,9 +32,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -49,37 +46,17 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class EtcdLargeDataIT {
 
+    /** etcd with its defaults (--max-txn-ops 128, --max-request-bytes 1.5 MiB), a client to it, Vert.x. */
+    @RegisterExtension
+    static final ItFixtures IT = ItFixtures.withVertxAndEtcd();
+
     /** 20 000 by default (the test stays near a minute on a loaded 2-core machine); -Dlevee.big=true: 100 000. */
     static final int BUCKETS = Integer.getInteger("levee.buckets", Boolean.getBoolean("levee.big") ? 100_000 : 20_000);
 
-    static EmbeddedEtcd etcd; // etcd's defaults (--max-txn-ops 128, --max-request-bytes 1.5 MiB)
-    static Client client;
-    static Vertx vertx;
     static final AtomicInteger PREFIXES = new AtomicInteger();
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void start() {
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        etcd = EmbeddedEtcd.start();
-        client = Etcd.client(List.of(etcd.endpoint()));
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        if (vertx != null) {
-            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        }
-        if (client != null) {
-            client.close();
-        }
-        if (etcd != null) {
-            etcd.close();
-        }
-    }
 
     static String newPrefix() {
         return "/levee-big-" + PREFIXES.incrementAndGet() + "/";
@@ -134,7 +111,7 @@ class EtcdLargeDataIT {
     static synchronized Run cli(String... args) {
         List<String> all = new ArrayList<>(List.of(args));
         all.add("--etcd");
-        all.add(etcd.endpoint());
+        all.add(IT.etcd().endpoint());
         PrintStream oldOut = System.out;
         PrintStream oldErr = System.err;
         ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -160,11 +137,11 @@ class EtcdLargeDataIT {
     void tensOfThousandsOfBucketsInEtcdLoadIntoAReadySourceAndLaterChangesApply() throws Exception {
         String prefix = newPrefix();
         long t0 = System.nanoTime();
-        load(client, prefix, BUCKETS, 100);
+        load(IT.client(), prefix, BUCKETS, 100);
         double loadS = (System.nanoTime() - t0) / 1e9;
         long heapBefore = heapUsedAfterGc();
         long t1 = System.nanoTime();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 60_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 60_000)) {
             double startS = (System.nanoTime() - t1) / 1e9;
             long heapAfter = heapUsedAfterGc();
             assertThat(source.ready()).isTrue();
@@ -172,7 +149,7 @@ class EtcdLargeDataIT {
             assertThat(source.current().resources().get("bucket-" + (BUCKETS - 1)).quota().rate()).isEqualTo(100.0);
             // a later change applies; its latency includes the rebuild of the whole configuration
             long t2 = System.nanoTime();
-            client.getKVClient().put(bytes(prefix + "resources/bucket-7"), bytes(bucketValue(7, 55))).get(10, TimeUnit.SECONDS);
+            IT.client().getKVClient().put(bytes(prefix + "resources/bucket-7"), bytes(bucketValue(7, 55))).get(10, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
                     .until(() -> source.current().resources().get("bucket-7").quota().rate() == 55.0);
             double applyMs = (System.nanoTime() - t2) / 1e6;
@@ -208,7 +185,7 @@ class EtcdLargeDataIT {
             String huge = "quota: {rate: 1, burst: 1}\n#" + "x".repeat(5 << 20) + "\n";
             try (EtcdQuotaSource source = EtcdQuotaSource.start(c, prefix, 200, 10_000)) {
                 var registry = Metrics.newRegistry();
-                LimiterService l = vertxDone(LimiterService.start(vertx, new LimiterService.Options("big-1",
+                LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("big-1",
                         new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1000), source,
                         SystemTicker.INSTANCE, registry));
                 QuotaConfig good = source.current();
@@ -246,7 +223,7 @@ class EtcdLargeDataIT {
                 c.getKVClient().put(bytes(prefix + "resources/good"), bytes("quota: {rate: 9, burst: 1}")).get(10, TimeUnit.SECONDS);
                 await().atMost(Duration.ofSeconds(5)).until(() -> source.current().resources().get("good").quota().rate() == 9.0);
                 assertThat(source.rejectedUpdates()).isEqualTo(2);
-                vertxDone(l.stop());
+                done(l.stop());
             }
         }
     }
@@ -255,7 +232,7 @@ class EtcdLargeDataIT {
     void quotaImportOfFifteenHundredBucketsSucceedsOnADefaultEtcdAndReadersSeeOnlyWholeImports() throws Exception {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file(singleFile(1500, 1, 0)).toString(), "--etcd-prefix", prefix).status()).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
             assertThat(source.current().resources()).hasSize(1500);
             List<QuotaConfig> seen = new CopyOnWriteArrayList<>();
             source.onChange(seen::add);
@@ -274,7 +251,7 @@ class EtcdLargeDataIT {
             assertThat(failed.status()).isEqualTo(1);
             assertThat(failed.err()).contains("import incomplete").contains("too many operations").contains(": 0 of ")
                     .contains("run the import again").doesNotContain("Exception");
-            assertThat(client.getKVClient().get(bytes(prefix + QuotaLayout.IMPORT)).get(10, TimeUnit.SECONDS).getKvs()).isEmpty();
+            assertThat(IT.client().getKVClient().get(bytes(prefix + QuotaLayout.IMPORT)).get(10, TimeUnit.SECONDS).getKvs()).isEmpty();
             Run again = cli("quota", "import", file(singleFile(1500, 4, 0)).toString(), "--etcd-prefix", prefix);
             assertThat(again.status()).as(again.err()).isZero();
             await().atMost(Duration.ofSeconds(10)).until(() -> source.current().resources().size() == 1500);
@@ -286,20 +263,20 @@ class EtcdLargeDataIT {
     @Test
     void watchResponseAboveTheClientsMessageLimitFallsBackToAPagedReadThatNamesTheKey() throws Exception {
         String prefix = newPrefix();
-        client.getKVClient().put(bytes(prefix + "quotas/default"), bytes("{rate: 1000, burst: 100}")).get(10, TimeUnit.SECONDS);
+        IT.client().getKVClient().put(bytes(prefix + "quotas/default"), bytes("{rate: 1000, burst: 100}")).get(10, TimeUnit.SECONDS);
         // a client that accepts 256 KiB messages, and a 300 KiB value: the watch response cannot be received
-        try (Client small = Etcd.client(List.of(etcd.endpoint()), 256 << 10);
+        try (Client small = Etcd.client(List.of(IT.etcd().endpoint()), 256 << 10);
              EtcdQuotaSource source = EtcdQuotaSource.start(small, prefix, 200, 10_000, 1 << 20)) {
             String wide = "quota: {rate: 1, burst: 1}\n#" + "y".repeat(300 << 10) + "\n";
-            client.getKVClient().put(bytes(prefix + "resources/wide"), bytes(wide)).get(10, TimeUnit.SECONDS);
+            IT.client().getKVClient().put(bytes(prefix + "resources/wide"), bytes(wide)).get(10, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(10)).until(() -> source.rejectedUpdates() == 1);
             assertThat(source.lastRejection()).contains(prefix + "resources/wide").contains("--etcd-max-message-size");
             assertThat(source.current().resources()).isEmpty();
             // the watch resumed after the snapshot's revision: later updates apply, the deletion clears the refusal
-            client.getKVClient().put(bytes(prefix + "resources/next"), bytes("quota: {rate: 4, burst: 1}")).get(10, TimeUnit.SECONDS);
+            IT.client().getKVClient().put(bytes(prefix + "resources/next"), bytes("quota: {rate: 4, burst: 1}")).get(10, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(5)).until(() -> source.rejectedUpdates() == 2);
             long t0 = System.nanoTime();
-            client.getKVClient().delete(bytes(prefix + "resources/wide")).get(10, TimeUnit.SECONDS);
+            IT.client().getKVClient().delete(bytes(prefix + "resources/wide")).get(10, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(5))
                     .until(() -> source.current().resources().containsKey("next"));
             System.out.printf("large data: first update applied %.0f ms after the value above the message limit was deleted%n",
@@ -312,21 +289,21 @@ class EtcdLargeDataIT {
     @Test
     void updatesWrittenWhileTheImportMarkerExistsApplyTogetherWhenItGoes() throws Exception {
         String prefix = newPrefix();
-        client.getKVClient().put(bytes(prefix + "quotas/default"), bytes("{rate: 1000, burst: 100}")).get(10, TimeUnit.SECONDS);
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(client, prefix, 200, 10_000)) {
+        IT.client().getKVClient().put(bytes(prefix + "quotas/default"), bytes("{rate: 1000, burst: 100}")).get(10, TimeUnit.SECONDS);
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
             List<QuotaConfig> seen = new CopyOnWriteArrayList<>();
             source.onChange(seen::add);
-            client.getKVClient().put(bytes(prefix + QuotaLayout.IMPORT), bytes("{\"id\": \"test\"}")).get(10, TimeUnit.SECONDS);
+            IT.client().getKVClient().put(bytes(prefix + QuotaLayout.IMPORT), bytes("{\"id\": \"test\"}")).get(10, TimeUnit.SECONDS);
             for (int i = 0; i < 5; i++) {
-                client.getKVClient().put(bytes(prefix + "resources/b" + i), bytes("quota: {rate: 1, burst: 1}"))
+                IT.client().getKVClient().put(bytes(prefix + "resources/b" + i), bytes("quota: {rate: 1, burst: 1}"))
                         .get(10, TimeUnit.SECONDS);
             }
             // a source starting now waits for the import to end instead of starting on half of it
             CompletableFuture<EtcdQuotaSource> late = CompletableFuture.supplyAsync(
-                    () -> EtcdQuotaSource.start(client, prefix, 200, 10_000));
+                    () -> EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000));
             // the marker is etcd's state: nothing applies while it exists (bounded look, not a sleep for sync)
             await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> seen.isEmpty() && !late.isDone());
-            client.getKVClient().delete(bytes(prefix + QuotaLayout.IMPORT)).get(10, TimeUnit.SECONDS);
+            IT.client().getKVClient().delete(bytes(prefix + QuotaLayout.IMPORT)).get(10, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(5)).until(() -> source.current().resources().size() == 5);
             assertThat(seen).hasSize(1);
             try (EtcdQuotaSource other = late.get(10, TimeUnit.SECONDS)) {
@@ -367,7 +344,7 @@ class EtcdLargeDataIT {
 
     static java.util.Map<String, String> etcdValues(String prefix) throws Exception {
         java.util.Map<String, String> out = new java.util.TreeMap<>();
-        for (var kv : client.getKVClient().get(bytes(prefix), io.etcd.jetcd.options.GetOption.builder().isPrefix(true).build())
+        for (var kv : IT.client().getKVClient().get(bytes(prefix), io.etcd.jetcd.options.GetOption.builder().isPrefix(true).build())
                 .get(10, TimeUnit.SECONDS).getKvs()) {
             String rel = kv.getKey().toString(StandardCharsets.UTF_8).substring(prefix.length());
             if (QuotaLayout.isQuotaKey(rel)) {
@@ -375,9 +352,5 @@ class EtcdLargeDataIT {
             }
         }
         return out;
-    }
-
-    static <T> T vertxDone(io.vertx.core.Future<T> f) throws Exception {
-        return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 }

@@ -129,10 +129,7 @@ class GatewayBenchIT {
     private static void referenceNginx(List<Row> rows, java.nio.file.Path bin, int s3Port, byte[] data) throws Exception {
         java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("levee-bench-nginx");
         java.nio.file.Files.createDirectories(dir.resolve("logs"));
-        int port;
-        try (java.net.ServerSocket ss = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            port = ss.getLocalPort();
-        }
+        int port = RoleProcess.freePort();
         java.nio.file.Files.writeString(dir.resolve("nginx.conf"), """
                 worker_processes 1;
                 pid logs/nginx.pid;

@@ -1,5 +1,6 @@
 package dev.levee.it;
 
+import static dev.levee.it.ItFixtures.done;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -10,12 +11,9 @@ import dev.levee.observer.Member;
 import dev.levee.observer.MembershipView;
 import dev.levee.observer.ObserverService;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -32,9 +30,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -43,38 +40,18 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class GracefulShutdownIT {
 
-    static Vertx vertx;
+    @RegisterExtension
+    static final ItFixtures IT = ItFixtures.withVertx();
 
     @TempDir
     Path dir;
-
-    @BeforeAll
-    static void start() {
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        vertx.close().await(10, TimeUnit.SECONDS);
-    }
-
-    static <T> T done(Future<T> f) throws Exception {
-        return f.await(30, TimeUnit.SECONDS);
-    }
-
-    static int freePort() throws Exception {
-        try (var s = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
 
     static final String ACCEPTED = "{\"result\":\"accepted\",\"level\":\"default\",\"limitKey\":\"k\",\"remaining\":1,"
             + "\"retryAfter\":0,\"limiter\":\"slow\"}";
 
     /** A limiter stand-in that answers every check after {@code delayMs}; counts checks received. */
     static HttpServer slowLimiter(long delayMs, AtomicInteger requests) throws Exception {
-        return done(vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
+        return done(IT.vertx().createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
             requests.incrementAndGet();
             String body;
             if (req.path().equals("/v1/checks")) {
@@ -83,7 +60,7 @@ class GracefulShutdownIT {
             } else {
                 body = ACCEPTED;
             }
-            vertx.setTimer(delayMs, t -> req.response().putHeader("Content-Type", "application/json").end(body));
+            IT.vertx().setTimer(delayMs, t -> req.response().putHeader("Content-Type", "application/json").end(body));
         })).listen(0, "127.0.0.1"));
     }
 
@@ -102,9 +79,9 @@ class GracefulShutdownIT {
         AtomicInteger received = new AtomicInteger();
         HttpServer limiter = slowLimiter(500, received);
         MembershipView view = new MembershipView(1, 1, List.of(new Member("slow", "127.0.0.1:" + limiter.actualPort())));
-        ObserverService observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), () -> view,
+        ObserverService observer = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), () -> view,
                 () -> true, Metrics.newRegistry()));
-        int port = freePort();
+        int port = RoleProcess.freePort();
         Process p = startClientProcess(port, observer.port());
         try {
             HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
@@ -152,11 +129,11 @@ class GracefulShutdownIT {
             java.nio.file.Files.writeString(quotas, yaml);
             assertThat(dev.levee.cli.Main.run("quota", "import", quotas.toString(), "--etcd", etcd.endpoint(),
                     "--etcd-prefix", prefix)).isZero();
-            LimiterService stays = done(LimiterService.start(vertx, new LimiterService.Options("stays",
+            LimiterService stays = done(LimiterService.start(IT.vertx(), new LimiterService.Options("stays",
                     new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000),
                     new StaticQuotaSource(QuotaConfigLoader.parse(yaml, "test quotas")), SystemTicker.INSTANCE,
                     Metrics.newRegistry()));
-            int port = freePort();
+            int port = RoleProcess.freePort();
             String javaBin = ProcessHandle.current().info().command().orElse("java");
             Process p = new ProcessBuilder(javaBin, "-cp", System.getProperty("java.class.path"), "dev.levee.cli.Main",
                     "limiter", "--id", "term-1", "--listen", "127.0.0.1:" + port, "--etcd", etcd.endpoint(),
@@ -167,10 +144,10 @@ class GracefulShutdownIT {
                     stays.address().toString(), 5);
                  dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(etcdClient, prefix,
                          () -> 2)) {
-                ObserverService observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), membership,
+                ObserverService observer = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership,
                         () -> true, Metrics.newRegistry()));
                 var registry = Metrics.newRegistry();
-                dev.levee.client.LeveeClient client = done(dev.levee.client.LeveeClient.start(vertx,
+                dev.levee.client.LeveeClient client = done(dev.levee.client.LeveeClient.start(IT.vertx(),
                         new dev.levee.client.LeveeClient.Options(new HostPort("127.0.0.1", observer.port()),
                                 Duration.ofSeconds(1), Duration.ofMillis(250), Duration.ofSeconds(2), List.of()),
                         SystemTicker.INSTANCE, registry));
@@ -211,10 +188,10 @@ class GracefulShutdownIT {
 
     @Test
     void limiterStoppedLeavesTheMembershipFirstAndAnswersACheckInFlight() throws Exception {
-        ObserverService observer = done(ObserverService.start(vertx, new ObserverService.Options(
+        ObserverService observer = done(ObserverService.start(IT.vertx(), new ObserverService.Options(
                 new HostPort("127.0.0.1", 0), Duration.ofSeconds(3), 1, 1024), SystemTicker.INSTANCE, Metrics.newRegistry()));
         HostPort obs = new HostPort("127.0.0.1", observer.port());
-        LimiterService l = done(LimiterService.start(vertx, new LimiterService.Options("leaving",
+        LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("leaving",
                 new HostPort("127.0.0.1", 0), null, obs, Duration.ofMillis(200), 1000),
                 new StaticQuotaSource(QuotaConfigLoader.parse("default: {rate: 1000, burst: 100}\n", "test quotas")),
                 SystemTicker.INSTANCE, Metrics.newRegistry()));

@@ -41,7 +41,7 @@ class LimiterMemoryIT {
         AtomicLong clock = new AtomicLong(Long.MAX_VALUE - TimeUnit.SECONDS.toNanos(30));
         Vertx vertx = dev.levee.runtime.Http.vertx();
         try {
-            LimiterService limiter = EtcdIT.done(LimiterService.start(vertx, new LimiterService.Options("mem-1",
+            LimiterService limiter = ItFixtures.done(LimiterService.start(vertx, new LimiterService.Options("mem-1",
                             new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000),
                     new StaticQuotaSource(QuotaConfigLoader.parse(QUOTAS, "test quotas")), clock::get,
                     Metrics.newRegistry()));
@@ -65,7 +65,7 @@ class LimiterMemoryIT {
             assertThat(metric(http, limiter, "levee_limiter_key_expirations_total")).isEqualTo(5000);
             assertThat(metric(http, limiter, "levee_limiter_key_evictions_total")).isZero();
             assertThat(metric(http, limiter, "levee_limiter_key_slots_max")).isEqualTo(1_000_000);
-            EtcdIT.done(limiter.stop());
+            ItFixtures.done(limiter.stop());
         } finally {
             vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         }

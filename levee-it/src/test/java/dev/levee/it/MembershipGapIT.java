@@ -1,5 +1,6 @@
 package dev.levee.it;
 
+import static dev.levee.it.ItFixtures.done;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -14,8 +15,6 @@ import dev.levee.etcd.EtcdRegistration;
 import dev.levee.limiter.LimiterService;
 import dev.levee.observer.ObserverService;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import dev.levee.s3.S3Request;
@@ -23,8 +22,6 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.options.GetOption;
-import io.vertx.core.Future;
-import io.vertx.core.Vertx;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,9 +31,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A membership that is briefly empty — a restarted observer before the first heartbeats, or etcd
@@ -45,30 +41,11 @@ import org.junit.jupiter.api.Test;
  */
 class MembershipGapIT {
 
-    static Vertx vertx;
+    @RegisterExtension
+    static final ItFixtures IT = ItFixtures.withVertx();
+
     static final StaticQuotaSource QUOTAS = new StaticQuotaSource(QuotaConfigLoader.parse(
             "factor: 2\ndefault: {rate: 1000000, burst: 100000}\n", "test quotas"));
-
-    @BeforeAll
-    static void start() {
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        vertx.close().await(10, TimeUnit.SECONDS);
-    }
-
-    static <T> T done(Future<T> f) throws Exception {
-        return f.await(30, TimeUnit.SECONDS);
-    }
-
-    static int freePort() throws Exception {
-        try (var s = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
-    }
 
     /** Checks through {@code client} from 4 virtual threads until stopped; counts each result. */
     static final class Checks implements AutoCloseable {
@@ -108,17 +85,17 @@ class MembershipGapIT {
 
     @Test
     void restartedObserverServingAnEmptyListFailsNoCheck() throws Exception {
-        int port = freePort();
+        int port = RoleProcess.freePort();
         HostPort obs = new HostPort("127.0.0.1", port);
         ObserverService.Options oo = new ObserverService.Options(obs, Duration.ofSeconds(2), 2, 1024);
-        ObserverService observer = done(ObserverService.start(vertx, oo, SystemTicker.INSTANCE, Metrics.newRegistry()));
+        ObserverService observer = done(ObserverService.start(IT.vertx(), oo, SystemTicker.INSTANCE, Metrics.newRegistry()));
         List<LimiterService> limiters = new ArrayList<>();
         for (int i = 1; i <= 3; i++) {
-            limiters.add(done(LimiterService.start(vertx, new LimiterService.Options("gap-" + i,
+            limiters.add(done(LimiterService.start(IT.vertx(), new LimiterService.Options("gap-" + i,
                     new HostPort("127.0.0.1", 0), null, obs, Duration.ofMillis(500), 10_000), QUOTAS,
                     SystemTicker.INSTANCE, Metrics.newRegistry())));
         }
-        LeveeClient client = done(LeveeClient.start(vertx, new LeveeClient.Options(obs, Duration.ofMillis(100),
+        LeveeClient client = done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(obs, Duration.ofMillis(100),
                 Duration.ofMillis(250), Duration.ofSeconds(1), List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()));
         try {
             await().atMost(Duration.ofSeconds(5)).until(() -> client.view().limiters().size() == 3);
@@ -126,7 +103,7 @@ class MembershipGapIT {
             try (Checks checks = new Checks(client)) {
                 await().atMost(Duration.ofSeconds(5)).until(() -> checks.accepted.get() > 100);
                 done(observer.stop());
-                restarted = done(ObserverService.start(vertx, oo, SystemTicker.INSTANCE, Metrics.newRegistry()));
+                restarted = done(ObserverService.start(IT.vertx(), oo, SystemTicker.INSTANCE, Metrics.newRegistry()));
                 long restartedAt = System.nanoTime();
                 // the heartbeats refill the new observer within one interval; go on for a TTL and a half
                 await().atMost(Duration.ofSeconds(10)).until(() -> restarted.membership().view().limiters().size() == 3
@@ -154,15 +131,15 @@ class MembershipGapIT {
             List<EtcdRegistration> regs = new ArrayList<>();
             try (EtcdMembership membership = EtcdMembership.start(etcdClient, prefix, () -> 2)) {
                 for (int i = 1; i <= 3; i++) {
-                    LimiterService l = done(LimiterService.start(vertx, new LimiterService.Options("lease-" + i,
+                    LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("lease-" + i,
                             new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000), QUOTAS,
                             SystemTicker.INSTANCE, Metrics.newRegistry()));
                     limiters.add(l);
                     regs.add(EtcdRegistration.start(etcdClient, prefix, l.id(), l.address().toString(), 2));
                 }
-                ObserverService observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), membership,
+                ObserverService observer = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership,
                         () -> true, Metrics.newRegistry()));
-                LeveeClient client = done(LeveeClient.start(vertx, new LeveeClient.Options(
+                LeveeClient client = done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(
                         new HostPort("127.0.0.1", observer.port()), Duration.ofMillis(100), Duration.ofMillis(250),
                         Duration.ofSeconds(1), List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()));
                 try {
