@@ -1056,7 +1056,8 @@ public final class GatewayService implements AutoCloseable {
 
     /** The client's response as a pipe's sink, with the send timeout of {@link ClientDeadlines#sendTimeout()}. */
     private ResponseSink sink(Exchange ex, HttpClientResponse in) {
-        return new ResponseSink(ex.req.response(), vertx, options.clientDeadlines().sendTimeout().toMillis(), () -> {
+        return new ResponseSink(ex.req.response(), vertx, options.clientDeadlines().sendTimeout().toMillis(),
+                SystemTicker.INSTANCE::read, () -> {
             sendTimeouts.increment();
             count("send_timeout");
             LOG.debug("{} {} to {}: the client read nothing of its response for {} ms, closed", ex.req.method(),

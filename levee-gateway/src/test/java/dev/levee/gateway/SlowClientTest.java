@@ -92,22 +92,40 @@ class SlowClientTest {
     /** Regression (issue 10, item 6): a client that stops reading its download held its slot until the 120 s idle timeout. */
     @Test
     void aDownloadWhoseClientStopsReadingFreesTheSlotAfterTheSendTimeout() throws Exception {
+        stalledReaderIsCut(64 << 20, 0);
+    }
+
+    /**
+     * Regression (found by a breaking trial): an object small enough that the gateway's write queue never
+     * reaches its high-water mark (3 MB into kernel buffers, a 4 KiB receive window) kept its slot: the
+     * send timeout watched the queue's mark, not the writes that wait for the client.
+     */
+    @Test
+    void aSmallDownloadWhoseClientNeverReadsIsCutToo() throws Exception {
+        stalledReaderIsCut(3_000_000, 4096);
+    }
+
+    private void stalledReaderIsCut(long size, int receiveBuffer) throws Exception {
         start(0, new GatewayService.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(30), 1024,
                 Duration.ofSeconds(1)));
-        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), rig.gateway.port())) {
+        try (Socket s = new Socket()) {
+            if (receiveBuffer > 0) {
+                s.setReceiveBufferSize(receiveBuffer); // before connecting: the window the gateway sees
+            }
+            s.connect(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), rig.gateway.port()));
             OutputStream out = s.getOutputStream();
-            out.write(("GET /bucket/big?size=" + (64 << 20) + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + AUTH
+            out.write(("GET /bucket/big?size=" + size + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + AUTH
                     + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
             out.flush();
             await().atMost(Duration.ofSeconds(5)).until(() ->
                     rig.gateway.readyReport().governance().admission().get("download").inFlight() == 1);
             long t0 = System.nanoTime();
-            // the client reads nothing: buffers fill, the gateway's write queue stays full
+            // the client reads nothing: buffers fill, the gateway's writes wait
             await().atMost(Duration.ofSeconds(10)).until(() ->
                     rig.gateway.readyReport().governance().admission().get("download").inFlight() == 0);
             long freedMs = (System.nanoTime() - t0) / 1_000_000;
-            System.out.printf("slot of a download whose client stopped reading freed after %d ms (send timeout 1 s)%n",
-                    freedMs);
+            System.out.printf("slot of a %d-byte download whose client stopped reading freed after %d ms (send timeout"
+                    + " 1 s)%n", size, freedMs);
             assertThat(freedMs).isLessThan(5_000);
             assertThat(rig.gateway.readyReport().clientFaults().sendTimeouts()).isEqualTo(1);
             // and the connection is gone at once (reset), not left to the idle timeout: reading now ends soon
@@ -116,7 +134,7 @@ class SlowClientTest {
             long readFrom = System.nanoTime();
             try {
                 byte[] buf = new byte[64 * 1024];
-                for (int n; (n = s.getInputStream().read(buf)) >= 0 && read < (64L << 20); ) {
+                for (int n; (n = s.getInputStream().read(buf)) >= 0 && read < size; ) {
                     read += n;
                 }
             } catch (java.net.SocketException reset) {
@@ -124,7 +142,7 @@ class SlowClientTest {
             }
             long endedMs = (System.nanoTime() - readFrom) / 1_000_000;
             System.out.printf("then the client read %d bytes more and the connection ended after %d ms%n", read, endedMs);
-            assertThat(read).as("the client got less than the object").isLessThan(64L << 20);
+            assertThat(read).as("the client got less than the object").isLessThan(size);
             assertThat(endedMs).as("reset, not left to the idle timeout").isLessThan(5_000);
         }
     }
