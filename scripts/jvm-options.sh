@@ -6,19 +6,27 @@
 # restarts it instead of limping on. LEVEE_JAVA_OPTS comes after these, so an operator's -Xmx wins.
 # Sizes and the measurements behind them: docs/failure-modes.md ("Memory").
 levee_jvm_options() {
-  local role="${1:-}" heap max_keys=1000000 a prev=""
+  local role="${1:-}" heap max_keys=1000000 a prev="" mem_kb
   shift || true
   case "$role" in
     limiter)
-      # the key table holds at most --max-keys slots of 256 bytes; give it 1.5x that plus 256 MiB
-      for a in "$@"; do
+      # the key table holds at most --max-keys slots of 256 bytes; give it 1.5x that plus 256 MiB.
+      # --max-keys may also come from an argument file (@FILE, as picocli reads it: words, # comments)
+      for a in $(levee_expand_args "$@"); do
         case "$a" in --max-keys=*) max_keys="${a#--max-keys=}" ;; esac
         [ "$prev" = "--max-keys" ] && max_keys="$a"
         prev="$a"
       done
-      case "$max_keys" in ''|*[!0-9]*) max_keys=1000000 ;; esac
+      case "$max_keys" in ''|*[!0-9]*) max_keys=1000000 ;; esac # picocli refuses it with a clear message
       [ "${#max_keys}" -gt 12 ] && max_keys=1000000000000
-      heap="-Xms64m -Xmx$((256 + max_keys * 384 / 1048576))m" ;;
+      heap=$((256 + max_keys * 384 / 1048576))
+      mem_kb="$(awk '/^MemTotal:/ {print $2}' /proc/meminfo 2>/dev/null || echo 0)"
+      if [ "${mem_kb:-0}" -gt 0 ] && [ "$heap" -gt $((mem_kb / 1024)) ] && [ "${LEVEE_JAVA_OPTS#*-Xmx}" = "${LEVEE_JAVA_OPTS:-}" ]; then
+        echo "levee: --max-keys $max_keys needs a heap of $heap MiB, more than this machine's $((mem_kb / 1024)) MiB;" \
+          "lower --max-keys (256 MiB per million slots) or give the heap yourself (LEVEE_JAVA_OPTS=-Xmx...)" >&2
+        return 1
+      fi
+      heap="-Xms64m -Xmx${heap}m" ;;
     gateway) heap="-Xms64m -Xmx512m" ;;
     client) heap="-Xms32m -Xmx256m" ;;
     observer) heap="-Xms32m -Xmx192m" ;;
@@ -26,4 +34,16 @@ levee_jvm_options() {
     *) heap="-Xmx256m -XX:TieredStopAtLevel=1" ;; # short-lived tools: quota, config, nginx-config, --help
   esac
   echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:+ExitOnOutOfMemoryError"
+}
+
+# Prints the arguments one a line with each @FILE replaced by the words of that file (comments from #).
+levee_expand_args() {
+  local a
+  for a in "$@"; do
+    if [ "${a#@}" != "$a" ] && [ -r "${a#@}" ]; then
+      sed -e 's/#.*//' -e "s/[\"']//g" "${a#@}" | tr -s ' \t' '\n\n'
+    else
+      printf '%s\n' "$a"
+    fi
+  done
 }

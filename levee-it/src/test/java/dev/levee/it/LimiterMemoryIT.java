@@ -85,6 +85,17 @@ class LimiterMemoryIT {
         assertThat(options()).contains("-Xmx256m");
     }
 
+    /** Found by a breaking trial: a limiter started from an argument file got the default heap whatever its --max-keys. */
+    @Test
+    void theLimitersHeapFollowsMaxKeysFromAnArgumentFileAndAnImpossibleOneIsRefused(
+            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path args = dir.resolve("limiter.args");
+        java.nio.file.Files.writeString(args, "# systemd unit's arguments\n--id l1\n--max-keys 4000000 --listen 127.0.0.1:7100\n");
+        assertThat(options("limiter", "@" + args)).contains("-Xmx1720m");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> options("limiter", "--max-keys", "999999999999"))
+                .hasMessageContaining("--max-keys 999999999999 needs a heap of").hasMessageContaining("lower --max-keys");
+    }
+
     static List<String> options(String... args) {
         return RoleProcess.launcherJvmOptions(List.of(args));
     }
