@@ -156,6 +156,10 @@ final class QuotaCommand {
                 return 0;
             }
             Map<String, String> values = read(c, prefix, etcd.maxValueBytes);
+            if (values.isEmpty()) {
+                System.err.println("no quotas under " + prefix + " (import some with 'levee quota import FILE')");
+                return 1;
+            }
             values.forEach((k, v) -> System.out.println("# " + prefix + k + "\n" + (v.endsWith("\n") ? v : v + "\n")));
             return 0;
         }

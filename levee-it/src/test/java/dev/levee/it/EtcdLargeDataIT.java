@@ -353,4 +353,14 @@ class EtcdLargeDataIT {
         }
         return out;
     }
+
+    /** Issue 13: {@code levee quota get} on an empty store says so (it printed nothing and exited 0). */
+    @Test
+    void quotaGetOnAnEmptyPrefixSaysSo() {
+        String prefix = newPrefix();
+        Run r = cli("quota", "get", "--etcd-prefix", prefix);
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.out()).isEmpty();
+        assertThat(r.err()).contains("no quotas under " + prefix).contains("levee quota import");
+    }
 }
