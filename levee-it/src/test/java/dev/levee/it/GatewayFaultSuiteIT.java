@@ -22,11 +22,9 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -1087,25 +1085,16 @@ class GatewayFaultSuiteIT {
     }
 
     static byte[] random(int size, long seed) {
-        byte[] b = new byte[size];
-        new Random(seed).nextBytes(b);
-        return b;
+        return GatewayGovernanceIT.random(size, seed);
     }
 
     static String sha256(byte[] data) {
-        try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
+        return GatewayGovernanceIT.sha256(data);
     }
 
     /** Lets the load run for {@code d}: the probe's time line, not a wait for a condition. */
     static void hold(Duration d) {
-        long end = System.nanoTime() + d.toNanos();
-        for (long left = d.toNanos(); left > 0; left = end - System.nanoTime()) {
-            LockSupport.parkNanos(left);
-        }
+        FaultSuiteIT.hold(d);
     }
 
     static long ms(long ns) {
