@@ -936,11 +936,7 @@ public final class GatewayService implements AutoCloseable {
         }
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
-        if (resp.ended() || resp.closed()) {
-            return;
-        }
-        if (resp.headWritten()) {
-            req.connection().close();
+        if (!canAnswer(req)) {
             return;
         }
         String rid = SlowDown.newRequestId();
@@ -1125,13 +1121,26 @@ public final class GatewayService implements AutoCloseable {
         }
     }
 
-    private void refuse(HttpServerRequest req, long retryAfter, String why) {
+    /**
+     * Says whether an error answer can still be given: not when the response ended or its connection
+     * closed, nor once the status line is out (then only closing the connection tells the client, which
+     * this does).
+     */
+    private static boolean canAnswer(HttpServerRequest req) {
         HttpServerResponse resp = req.response();
         if (resp.ended() || resp.closed()) {
-            return;
+            return false;
         }
         if (resp.headWritten()) {
             req.connection().close();
+            return false;
+        }
+        return true;
+    }
+
+    private void refuse(HttpServerRequest req, long retryAfter, String why) {
+        HttpServerResponse resp = req.response();
+        if (!canAnswer(req)) {
             return;
         }
         String rid = SlowDown.newRequestId();
@@ -1189,11 +1198,7 @@ public final class GatewayService implements AutoCloseable {
         LOG.warn("backend {} failed for {} {}: {}", options.backend(), req.method(), LogText.escape(req.uri()),
                 e.toString());
         HttpServerResponse resp = req.response();
-        if (resp.ended() || resp.closed()) {
-            return;
-        }
-        if (resp.headWritten()) {
-            req.connection().close();
+        if (!canAnswer(req)) {
             return;
         }
         String rid = SlowDown.newRequestId();
