@@ -85,6 +85,38 @@ public interface BandwidthGovernor extends AutoCloseable {
      */
     void reconfigure(GovernorConfig config);
 
+    /**
+     * Runs one scheduling pass now: grants whatever has become grantable, for example after the
+     * {@link OwnershipCheck} answers {@code true} again. A no-op on a closed governor.
+     */
+    void wake();
+
+    /**
+     * Returns whether the last scheduling pass found a grantable quantum but granted nothing
+     * because the budget was not owned (fenced; SPEC.md §10).
+     */
+    boolean stalled();
+
+    /**
+     * Visits every principal's usage under the governor's lock, for a demand estimate (SPEC.md
+     * §10). The visitor must be quick and must not call back into the governor.
+     *
+     * @param visitor called once per principal known to the governor
+     */
+    void usage(UsageVisitor visitor);
+
+    /** Receives one principal's usage; see {@link #usage}. */
+    @FunctionalInterface
+    interface UsageVisitor {
+        /**
+         * @param principalId   the service-account id
+         * @param grantedBytes  bytes granted since the principal was first seen, monotone
+         * @param waitedBytes   of those, bytes granted to requests that had to wait, monotone
+         * @param waitingNow    requests of this principal waiting now
+         */
+        void principal(String principalId, long grantedBytes, long waitedBytes, int waitingNow);
+    }
+
     /** Returns the configuration in force. */
     GovernorConfig config();
 

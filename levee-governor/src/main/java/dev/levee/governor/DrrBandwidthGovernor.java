@@ -78,10 +78,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * (after which the owner may reuse it), then completes the future or unparks the blocked thread.
  *
  * <h2>Fencing and closing</h2>
- * The ownership check is consulted on each request and before each grant; when it answers false,
- * the request, or every waiting request, is refused with {@link OwnershipLostException} — never
- * granted unlimited. {@link #close()} fails every waiting request with {@link
- * GovernorClosedException}, cancels the timer and refuses everything later.
+ * The ownership check is consulted when a stream opens and before each grant. While it answers
+ * false, a new stream is refused with {@link OwnershipLostException} (the gateway answers
+ * {@code 503 SlowDown}) and nothing is granted: requests of open streams wait, so their transfers
+ * stall under back-pressure, and resume when the owner calls {@link #reconfigure} (or {@link
+ * #wake}) after regaining the budget — never granted unlimited (SPEC.md §8, §10). A bucket of rate
+ * {@link GovernorConfig#HELD} likewise grants nothing until its rate changes. {@link #close()}
+ * fails every waiting request with {@link GovernorClosedException}, cancels the timer and refuses
+ * everything later.
  */
 final class DrrBandwidthGovernor implements BandwidthGovernor {
 
@@ -134,6 +138,7 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
     private long refusedClosed;
     private long refusedPrincipalTable;
     private long cancellations;
+    private boolean stalled;
 
     DrrBandwidthGovernor(GovernorConfig config, Ticker ticker, GovernorTimer timer, OwnershipCheck ownership,
                          GrantObserver observer) {
@@ -157,6 +162,10 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
             if (closed) {
                 refusedClosed++;
                 throw closedException();
+            }
+            if (!ownership.owned()) {
+                refusedOwnership++;
+                throw new OwnershipLostException();
             }
             Principal p = principals.get(principalId);
             if (p == null) {
@@ -226,6 +235,48 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
     }
 
     @Override
+    public void wake() {
+        StreamNode done;
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            drain(ticker.read());
+            done = takeDone();
+        } finally {
+            lock.unlock();
+        }
+        publish(done);
+    }
+
+    @Override
+    public boolean stalled() {
+        lock.lock();
+        try {
+            return stalled;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public void usage(UsageVisitor visitor) {
+        lock.lock();
+        try {
+            for (Principal p : principals.values()) {
+                int w = 0;
+                for (StreamNode r = p.head; r != null; r = r.next) {
+                    w++;
+                }
+                visitor.principal(p.id, p.grantedBytes, p.waitedBytes, w);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
     public void close() {
         StreamNode done;
         lock.lock();
@@ -267,22 +318,19 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
                 refusedClosed++;
                 return REFUSED_CLOSED;
             }
-            if (!ownership.owned()) {
-                refusedOwnership++;
-                return REFUSED_OWNERSHIP;
-            }
             if (bytes == 0) {
                 return GRANTED;
             }
             long now = ticker.read();
             Principal p = s.principal;
-            if (bytes <= p.quantum && p.head == null && ringHead == null
+            if (bytes <= p.quantum && ownership.owned() && p.head == null && ringHead == null
                     && (blocked.isEmpty() || blocked.peek().readyAt - now > 0)) {
                 shared.refill(now);
                 p.bucket.refill(now);
                 if (shared.canPay(bytes) && p.bucket.canPay(bytes)) {
                     shared.debit(bytes);
                     p.bucket.debit(bytes);
+                    p.grantedBytes += bytes;
                     grantedBytes += bytes;
                     grantedQuanta++;
                     observer.granted(p.id, bytes, now);
@@ -492,6 +540,7 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
 
     /** Grants every quantum grantable at {@code now}, in round-robin order, then arms the timer. */
     private void drain(long now) {
+        stalled = false;
         while (!blocked.isEmpty() && blocked.peek().readyAt - now <= 0) {
             ringAppend(blocked.poll());
         }
@@ -521,13 +570,15 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
                 break; // head-of-line: nobody overtakes p on the shared bucket
             }
             if (!ownership.owned()) {
-                refusedOwnership += refuseAll(REFUSED_OWNERSHIP);
-                break;
+                stalled = true;
+                return; // fenced: nothing granted, nothing refused; the owner wakes us when it is back
             }
             shared.debit(size);
             own.debit(size);
             p.deficit -= size;
             r.remaining -= size;
+            p.grantedBytes += size;
+            p.waitedBytes += size;
             grantedBytes += size;
             grantedQuanta++;
             observer.granted(p.id, size, now);

@@ -9,7 +9,8 @@ import java.util.Objects;
  * bounds (SPEC.md §8, ADR 0008). Immutable and validated at construction; a governor takes a new
  * one atomically through {@link BandwidthGovernor#reconfigure}.
  *
- * <p>Every rate is in bytes per second; {@code 0} disables that ceiling; otherwise it must lie in
+ * <p>Every rate is in bytes per second; {@code 0} disables that ceiling, {@link #HELD} ({@code -1})
+ * grants nothing until changed; otherwise it must lie in
  * [{@value #MIN_RATE_BYTES_PER_SECOND}, 2<sup>40</sup>] so that its burst is at least one byte and
  * the integer refill cannot overflow. Derived values: {@linkplain #burstBytes(long) burst}
  * {@code = min(rate / 10, 1 MiB)} rounded down, and a principal's {@linkplain
@@ -39,6 +40,11 @@ public record GovernorConfig(
     public static final long MIN_RATE_BYTES_PER_SECOND = 10;
     /** The largest rate, in bytes/s: 2<sup>40</sup> (about 1.1 TB/s). */
     public static final long MAX_RATE_BYTES_PER_SECOND = 1L << 40;
+    /**
+     * A rate meaning "held": the bucket grants nothing until its rate changes, and its requests
+     * wait. A gateway uses it for a site-wide share it has not obtained yet (SPEC.md §10).
+     */
+    public static final long HELD = -1;
     /** The default bound on waiting quanta per direction: 256 (SPEC.md §8). */
     public static final int DEFAULT_MAX_WAITING_QUANTA = 256;
     /** The default capacity of the principal table: 1000 (SPEC.md §8). */
@@ -49,7 +55,7 @@ public record GovernorConfig(
      *
      * @throws NullPointerException     if {@code direction}, {@code principalRates} or one of its
      *                                  keys or values is null
-     * @throws IllegalArgumentException if a rate is neither 0 nor in [10, 2^40], a principal id is
+     * @throws IllegalArgumentException if a rate is neither 0, {@link #HELD} nor in [10, 2^40], a principal id is
      *                                  blank, {@code maxWaitingQuanta} or {@code maxPrincipals} is
      *                                  below 1, or there are more overrides than {@code maxPrincipals}
      */
@@ -139,18 +145,18 @@ public record GovernorConfig(
 
     static long quantum(long sharedRate, long principalRate) {
         long q = MAX_QUANTUM_BYTES;
-        if (sharedRate != 0) {
+        if (sharedRate > 0) {
             q = Math.min(q, burstBytes(sharedRate));
         }
-        if (principalRate != 0) {
+        if (principalRate > 0) {
             q = Math.min(q, burstBytes(principalRate));
         }
         return q;
     }
 
     private static void checkRate(String name, long rate) {
-        if (rate != 0 && (rate < MIN_RATE_BYTES_PER_SECOND || rate > MAX_RATE_BYTES_PER_SECOND)) {
-            throw new IllegalArgumentException(name + " must be 0 (disabled) or in ["
+        if (rate != 0 && rate != HELD && (rate < MIN_RATE_BYTES_PER_SECOND || rate > MAX_RATE_BYTES_PER_SECOND)) {
+            throw new IllegalArgumentException(name + " must be 0 (disabled), -1 (held) or in ["
                     + MIN_RATE_BYTES_PER_SECOND + ", " + MAX_RATE_BYTES_PER_SECOND + "] bytes/s, got " + rate);
         }
     }

@@ -26,6 +26,11 @@ final class Principal {
     Principal prev;
     Principal next;
 
+    /** Bytes granted to this principal since it was created (for demand estimates, SPEC.md §10). */
+    long grantedBytes;
+    /** Of those, bytes granted to requests that had to wait (queued rather than fast path). */
+    long waitedBytes;
+
     /** Index in the blocked heap, or -1. */
     int heapIndex = -1;
     /** While blocked: ticker time at which the bucket holds the head quantum, ns. */

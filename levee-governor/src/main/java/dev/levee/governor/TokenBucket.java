@@ -11,16 +11,19 @@ final class TokenBucket {
 
     static final long NANOS_PER_SECOND = 1_000_000_000L;
 
-    private long rate;      // bytes/s; 0 = disabled (always pays)
+    /** How long a held bucket reports until it could pay: it is re-examined then, or when its rate changes. */
+    static final long HELD_RECHECK_NANOS = NANOS_PER_SECOND;
+
+    private long rate;      // bytes/s; 0 = disabled (always pays); HELD = pays nothing
     private long burst;     // bytes
     private long capacity;  // burst × 1e9 nano-bytes, ≤ 2^20 × 1e9 ≈ 1.05e15
     private long credit;    // nano-bytes, 0 ≤ credit ≤ capacity
     private long last;      // ticker reading of the last refill, ns
 
-    /** Creates a full bucket of {@code rate} bytes/s (0 = disabled) at {@code now}. */
+    /** Creates a full bucket of {@code rate} bytes/s (0 = disabled, {@link GovernorConfig#HELD} = empty and held) at {@code now}. */
     TokenBucket(long rate, long now) {
         this.rate = rate;
-        this.burst = GovernorConfig.burstBytes(rate);
+        this.burst = rate > 0 ? GovernorConfig.burstBytes(rate) : 0;
         this.capacity = burst * NANOS_PER_SECOND;
         this.credit = capacity;
         this.last = now;
@@ -28,6 +31,11 @@ final class TokenBucket {
 
     boolean enabled() {
         return rate != 0;
+    }
+
+    /** Returns whether the bucket is held: it grants nothing until its rate changes. */
+    boolean held() {
+        return rate == GovernorConfig.HELD;
     }
 
     long rate() {
@@ -55,7 +63,7 @@ final class TokenBucket {
         }
         last = now;
         long missing = capacity - credit;
-        if (rate == 0 || missing == 0) {
+        if (rate <= 0 || missing == 0) {
             return;
         }
         if (dt > missing / rate) {
@@ -67,12 +75,12 @@ final class TokenBucket {
 
     /** Returns whether the bucket holds {@code bytes} (≤ burst) now; a disabled bucket always does. */
     boolean canPay(long bytes) {
-        return rate == 0 || credit >= bytes * NANOS_PER_SECOND;
+        return rate == 0 || (rate > 0 && credit >= bytes * NANOS_PER_SECOND);
     }
 
     /** Removes {@code bytes}; callers first check {@link #canPay}. */
     void debit(long bytes) {
-        if (rate != 0) {
+        if (rate > 0) {
             credit -= bytes * NANOS_PER_SECOND;
         }
     }
@@ -82,20 +90,24 @@ final class TokenBucket {
         if (rate == 0) {
             return 0;
         }
+        if (rate < 0) {
+            return HELD_RECHECK_NANOS;
+        }
         long need = bytes * NANOS_PER_SECOND - credit;
         return need <= 0 ? 0 : (need + rate - 1) / rate;
     }
 
     /**
      * Changes the rate at {@code now}: refills at the old rate first, then clamps the credit to the
-     * new burst; a bucket that was disabled starts full (one new bounded burst, like a restart).
+     * new burst; a bucket that was disabled starts full (one new bounded burst, like a restart), and
+     * one that was held starts empty (a site share just obtained earns its bytes, SPEC.md §10).
      */
     void setRate(long newRate, long now) {
         refill(now);
         last = now;
         boolean wasDisabled = rate == 0;
         rate = newRate;
-        burst = GovernorConfig.burstBytes(newRate);
+        burst = newRate > 0 ? GovernorConfig.burstBytes(newRate) : 0;
         capacity = burst * NANOS_PER_SECOND;
         credit = wasDisabled ? capacity : Math.min(credit, capacity);
     }

@@ -318,7 +318,7 @@ class BandwidthGovernorScenarioTest {
     }
 
     @Test
-    void ownershipLostMidTransferRefusesTheNextQuantum() {
+    void ownershipLostMidTransferStallsTheStreamAndRefusesNewOnes() {
         FakeClock clock = new FakeClock(-SEC / 2);
         GrantLog log = new GrantLog();
         AtomicBoolean owned = new AtomicBoolean(true);
@@ -331,14 +331,36 @@ class BandwidthGovernorScenarioTest {
         assertThat(grantsSoFar).isEqualTo(21);
         owned.set(false);
         clock.advance(SEC);
-        assertThat(f).isCompletedExceptionally();
-        assertThatThrownBy(f::join).hasCauseInstanceOf(OwnershipLostException.class);
-        assertThat(log.grants).hasSize(grantsSoFar); // the next quantum was refused, none granted since
-        assertThat(g.stats().grantedBytes()).isEqualTo(21 * 10 * KiB); // granted bytes are not refunded
-        assertThat(g.stats().waitingQuanta()).isZero();
-        assertThatThrownBy(() -> s.acquire(1)).isInstanceOf(OwnershipLostException.class);
-        assertThatThrownBy(() -> s.tryAcquire(1)).isInstanceOf(OwnershipLostException.class);
-        owned.set(true); // ownership regained: quanta are granted again
-        assertThat(s.tryAcquire(10 * KiB)).isTrue();
+        assertThat(f).isNotDone(); // stalled, not failed: the transfer waits under back-pressure
+        assertThat(log.grants).hasSize(grantsSoFar); // nothing granted while fenced
+        assertThat(g.stalled()).isTrue();
+        assertThat(g.stats().waitingQuanta()).isEqualTo(1);
+        assertThatThrownBy(() -> g.openStream("B")).isInstanceOf(OwnershipLostException.class);
+        assertThat(g.stats().refusedOwnershipLost()).isEqualTo(1);
+        owned.set(true); // ownership regained: the owner wakes the governor, quanta flow again
+        g.wake();
+        assertThat(log.grants).hasSizeGreaterThan(grantsSoFar);
+        clock.advance(9 * SEC);
+        assertThat(f).isCompleted();
+        assertThat(g.stalled()).isFalse();
+        assertThat(g.stats().grantedBytes()).isEqualTo(MiB);
+    }
+
+    @Test
+    void heldPrincipalWaitsUntilItsRateIsSetAndThenStartsEmpty() {
+        FakeClock clock = new FakeClock(0);
+        GrantLog log = new GrantLog();
+        DrrBandwidthGovernor g = new DrrBandwidthGovernor(GovernorConfig.builder(UPLOAD).rate(10 * MiB)
+                .principalRate(GovernorConfig.HELD).build(), clock, clock, OwnershipCheck.alwaysOwned(), log);
+        GovernedStream s = g.openStream("A");
+        CompletableFuture<Void> f = s.acquireAsync(100 * KiB).toCompletableFuture();
+        clock.advance(5 * SEC);
+        assertThat(log.grants).isEmpty();
+        g.reconfigure(GovernorConfig.builder(UPLOAD).rate(10 * MiB).principalRate(GovernorConfig.HELD)
+                .principalRate("A", 100 * KiB).build());
+        assertThat(log.grants).as("a share just obtained starts empty: no burst").isEmpty();
+        clock.advance(SEC + SEC / 10);
+        assertThat(f).isCompleted();
+        log.assertCeiling("A", 100 * KiB);
     }
 }

@@ -58,7 +58,7 @@ class GovernorConfigTest {
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', value = {
-            "negative rate           | -1 | 0 | 256 | 1000",
+            "negative rate           | -2 | 0 | 256 | 1000",
             "rate below 10 B/s       | 9  | 0 | 256 | 1000",
             "rate above 2^40         | 1099511627777 | 0 | 256 | 1000",
             "negative principal rate | 0 | -5 | 256 | 1000",
