@@ -282,6 +282,9 @@ public final class GatewayService implements AutoCloseable {
         this.client = client;
         this.registry = registry;
         this.governance = options.governance().enabled() ? new Governance(options.governance(), SystemTicker.INSTANCE) : null;
+        if (governance != null && governance.site() != null) {
+            governance.site().bind(registry);
+        }
         this.healthToken = options.healthToken() == null ? null : options.healthToken().getBytes(StandardCharsets.UTF_8);
         this.backend = vertx.createHttpClient(new HttpClientOptions()
                         .setKeepAlive(true)
@@ -445,7 +448,8 @@ public final class GatewayService implements AutoCloseable {
                 req.response().putHeader("WWW-Authenticate", "Bearer realm=\"levee\"");
                 Http.error(req.response(), 401, "a valid bearer token is required");
             } else {
-                Http.json(req.response(), closing ? 503 : 200, readyReport());
+                ReadyReport r = readyReport();
+                Http.json(req.response(), r.status().equals("ready") ? 200 : 503, r);
             }
         } else if (path.equals("/metrics")) {
             Http.metrics(req, registry);
@@ -478,7 +482,9 @@ public final class GatewayService implements AutoCloseable {
 
     /** Returns what {@code GET /health/ready} reports now: aggregated counters, no principal ids. */
     public ReadyReport readyReport() {
-        return new ReadyReport(closing ? "closing" : "ready", inFlight(),
+        String status = closing ? "closing"
+                : governance != null && governance.site() != null && governance.site().failingClosed() ? "failingClosed" : "ready";
+        return new ReadyReport(status, inFlight(),
                 governance == null ? ReadyReport.GovernanceReport.off() : governance.report(),
                 new ReadyReport.ClientFaults(headerTimeouts.sum(), bodyTimeouts.sum(), sendTimeouts.sum(), malformedRequests.sum(),
                         connectionErrors.sum()));
@@ -641,6 +647,11 @@ public final class GatewayService implements AutoCloseable {
 
     /** Takes the exchange's admission slot, if its operation needs one, then forwards it. */
     private void admit(Exchange ex) {
+        if (ex.governed() && !ex.finished && failingClosed(ex.operation)) {
+            count("site_failing_closed");
+            refuse(ex.req, RETRY_AFTER_SECONDS, "site bandwidth shares expired (failing closed, SPEC.md §10)");
+            return;
+        }
         AdmissionClass c = ex.governed() ? TransferPolicy.admissionClass(ex.operation) : null;
         if (c == null || ex.finished) {
             if (!ex.finished) {
@@ -674,6 +685,12 @@ public final class GatewayService implements AutoCloseable {
         }
         ex.admission = a;
         forward(ex);
+    }
+
+    /** Whether a transfer of {@code op} would be refused now because its direction's site shares expired. */
+    private boolean failingClosed(S3Operation op) {
+        return (TransferPolicy.chargesDownload(op) && governance.failingClosed(Direction.DOWNLOAD))
+                || (TransferPolicy.chargesUpload(op) && governance.failingClosed(Direction.UPLOAD));
     }
 
     /** Takes the first upload permits when the body is charged, then opens the backend request. */

@@ -7,6 +7,7 @@ import dev.levee.governor.AdmissionQueue;
 import dev.levee.governor.BandwidthGovernor;
 import dev.levee.governor.Direction;
 import dev.levee.governor.GovernedStream;
+import dev.levee.governor.OwnershipCheck;
 import dev.levee.s3.S3Classification;
 import dev.levee.s3.S3Classifier;
 import dev.levee.s3.S3Request;
@@ -29,6 +30,7 @@ import java.util.concurrent.atomic.LongAdder;
 final class Governance implements AutoCloseable {
 
     private final GovernanceSettings settings;
+    private final SiteShares site;
     private final S3Classifier classifier;
     private final ScheduledGovernorTimer timer;
     private final Map<Direction, BandwidthGovernor> governors = new EnumMap<>(Direction.class);
@@ -38,16 +40,39 @@ final class Governance implements AutoCloseable {
     private final LongAdder signaturesRefused = new LongAdder();
 
     Governance(GovernanceSettings settings, Ticker ticker) {
+        this(settings, ticker, settings.site() == null ? null : new SiteShares(settings, ticker));
+    }
+
+    Governance(GovernanceSettings settings, Ticker ticker, SiteShares site) {
         this.settings = settings;
+        this.site = site;
         this.classifier = S3Classifier.withBaseDomains(settings.baseDomains());
         this.timer = new ScheduledGovernorTimer(settings.timerResolution());
         for (Direction d : Direction.values()) {
-            governors.put(d, BandwidthGovernor.create(settings.governorConfig(d), ticker, timer));
+            OwnershipCheck ownership = site == null ? OwnershipCheck.alwaysOwned() : () -> site.owned(d);
+            governors.put(d, BandwidthGovernor.create(settings.governorConfig(d), ticker, timer, ownership));
             openStreams.put(d, new AtomicInteger());
         }
         for (AdmissionClass c : AdmissionClass.values()) {
             queues.put(c, AdmissionQueue.create(settings.admission(), ticker, timer));
         }
+        if (site != null) {
+            site.start(governors);
+        }
+    }
+
+    /** The site leases, or null when this gateway has no site budgets (SPEC.md §10). */
+    SiteShares site() {
+        return site;
+    }
+
+    /**
+     * Whether a new governed request in {@code d} would be refused because this gateway is failing
+     * closed (its site shares expired; SPEC.md §10): it is then answered {@code 503 SlowDown} before
+     * anything is sent to the backend.
+     */
+    boolean failingClosed(Direction d) {
+        return site != null && !site.owned(d);
     }
 
     GovernanceSettings settings() {
@@ -113,6 +138,9 @@ final class Governance implements AutoCloseable {
      */
     GovernedPipe openPipe(Direction direction, String principal, Context context) {
         GovernedStream stream = governors.get(direction).openStream(principal);
+        if (site != null) {
+            site.opened(direction, principal);
+        }
         AtomicInteger open = openStreams.get(direction);
         open.incrementAndGet();
         return new GovernedPipe(context, stream, open::decrementAndGet);
@@ -142,6 +170,9 @@ final class Governance implements AutoCloseable {
     public void close() {
         closeGates();
         timer.close();
+        if (site != null) {
+            site.close(); // revokes the lease: the other gateways may take its shares at once
+        }
     }
 
     /** Returns the aggregated counters: no principal ids, keys, paths or object names. */
@@ -159,6 +190,6 @@ final class Governance implements AutoCloseable {
                 settings.maxClockSkew().toSeconds(), signaturesVerified.sum(), signaturesRefused.sum());
         return new ReadyReport.GovernanceReport(true, settings.principals().accounts().size(),
                 settings.principals().keyCount(), settings.anonymous().name().toLowerCase(java.util.Locale.ROOT),
-                admission, bandwidth, signatures);
+                admission, bandwidth, signatures, site == null ? null : ReadyReport.SiteReport.of(site.keeper().status()));
     }
 }

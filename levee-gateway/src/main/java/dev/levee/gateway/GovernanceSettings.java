@@ -38,6 +38,7 @@ import java.util.Objects;
  *                              with a secret) may lie from the gateway's clock, and how far ahead
  *                              a presigned URL may be dated (default 15 minutes, as S3; between
  *                              1 s and 24 h)
+ * @param site                  site-wide budgets shared through etcd leases (SPEC.md §10); null = none
  */
 public record GovernanceSettings(
         boolean enabled,
@@ -52,7 +53,8 @@ public record GovernanceSettings(
         AdmissionConfig admission,
         Duration timerResolution,
         List<String> baseDomains,
-        Duration maxClockSkew) {
+        Duration maxClockSkew,
+        SiteSettings site) {
 
     /** The default id of the anonymous principal. */
     public static final String DEFAULT_ANONYMOUS_PRINCIPAL = "anonymous";
@@ -153,6 +155,7 @@ public record GovernanceSettings(
         private Duration timerResolution = DEFAULT_TIMER_RESOLUTION;
         private List<String> baseDomains = List.of();
         private Duration maxClockSkew = DEFAULT_MAX_CLOCK_SKEW;
+        private SiteSettings site;
 
         private Builder() {
         }
@@ -229,6 +232,12 @@ public record GovernanceSettings(
             return this;
         }
 
+        /** Shares site-wide budgets with other gateways through etcd leases (SPEC.md §10); default none. */
+        public Builder site(SiteSettings site) {
+            this.site = site;
+            return this;
+        }
+
         /** Sets the largest clock skew of a request whose signature is verified; default 15 minutes. */
         public Builder maxClockSkew(Duration skew) {
             this.maxClockSkew = skew;
@@ -243,7 +252,7 @@ public record GovernanceSettings(
         public GovernanceSettings build() {
             return new GovernanceSettings(enabled, principals, anonymous, anonymousPrincipal, uploadRate, downloadRate,
                     principalUploadRate, principalDownloadRate, maxWaitingQuanta, admission, timerResolution, baseDomains,
-                    maxClockSkew);
+                    maxClockSkew, site);
         }
     }
 }

@@ -14,7 +14,8 @@ import java.util.Map;
  * bandwidth counters per class and direction. It never carries principal ids, access keys, paths
  * or object names. Its schema is {@code ReadyResponse} in the repository's {@code openapi.yaml}.
  *
- * @param status           {@code ready}, or {@code closing} once shutdown began (then 503)
+ * @param status           {@code ready}; {@code closing} once shutdown began, {@code failingClosed} while the
+ *                         site shares have expired (SPEC.md §10); both answered with 503
  * @param inFlightRequests S3 requests the gateway is handling now
  * @param governance       the governance counters
  * @param clientFaults     requests and connections given up because of their client (issue 10)
@@ -54,16 +55,68 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
      * @param admission  per admission class ({@code mutatingUpload}, {@code download})
      * @param bandwidth  per direction ({@code upload}, {@code download})
      * @param signatures the verification of SigV4 signatures for keys with a secret
+     * @param site       the site leases (SPEC.md §10); absent when the gateway has no site budgets
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record GovernanceReport(boolean enabled, Integer accounts, Integer accessKeys, String anonymous,
                                    Map<String, AdmissionReport> admission, Map<String, BandwidthReport> bandwidth,
-                                   SignatureReport signatures) {
+                                   SignatureReport signatures, SiteReport site) {
+
+        /** A report without site leases. */
+        public GovernanceReport(boolean enabled, Integer accounts, Integer accessKeys, String anonymous,
+                                Map<String, AdmissionReport> admission, Map<String, BandwidthReport> bandwidth,
+                                SignatureReport signatures) {
+            this(enabled, accounts, accessKeys, anonymous, admission, bandwidth, signatures, null);
+        }
 
         /** Returns the section of a gateway whose governance is off. */
         public static GovernanceReport off() {
-            return new GovernanceReport(false, null, null, null, null, null, null);
+            return new GovernanceReport(false, null, null, null, null, null, null, null);
         }
+    }
+
+    /**
+     * This gateway's shares of the site budgets (SPEC.md §10): aggregated, no principal ids.
+     *
+     * @param gatewayId      the gateway's id in the site
+     * @param budgetKnown    whether a budget has been read from etcd (until then: failing closed)
+     * @param leaseHeld      whether an etcd lease is held
+     * @param validForMillis how long the shares stay usable without another renewal, ms (≤ 0: expired)
+     * @param gateways       live gateways seen at the last read, this one included
+     * @param renewalsOk     renewals etcd acknowledged, total
+     * @param renewalsFailed renewals failed or timed out, total
+     * @param writes         entries written to etcd, total
+     * @param conflicts      raising writes that met a concurrent raise, total
+     * @param leaseLosses    leases found expired, total
+     * @param budgetRejected budget documents refused (the last good one stays in force), total
+     * @param directions     per direction ({@code upload}, {@code download})
+     */
+    public record SiteReport(String gatewayId, boolean budgetKnown, boolean leaseHeld, long validForMillis, int gateways,
+                             long renewalsOk, long renewalsFailed, long writes, long conflicts, long leaseLosses,
+                             long budgetRejected, Map<String, SiteDirection> directions) {
+
+        /** Builds the section from the keeper's status. */
+        public static SiteReport of(dev.levee.gateway.site.ShareKeeper.Status s) {
+            Map<String, SiteDirection> dirs = new java.util.LinkedHashMap<>();
+            for (dev.levee.governor.Direction d : dev.levee.governor.Direction.values()) {
+                dirs.put(d.name().toLowerCase(java.util.Locale.ROOT), new SiteDirection(s.budgets().get(d),
+                        s.shares().get(d), s.demands().get(d), s.principalShares().get(d), s.failingClosed(d)));
+            }
+            return new SiteReport(s.gatewayId(), s.budgetKnown(), s.leaseHeld(), s.validForNanos() / 1_000_000, s.gateways(),
+                    s.renewalsOk(), s.renewalsFailed(), s.writes(), s.conflicts(), s.leaseLosses(), s.budgetRejected(), dirs);
+        }
+    }
+
+    /**
+     * One direction's site share.
+     *
+     * @param budget          the site budget, bytes/s; 0 = none
+     * @param share           this gateway's share of it, bytes/s
+     * @param demand          the demand this gateway last reported, bytes/s
+     * @param principalShares principals holding a share of their site ceiling here (a count)
+     * @param failingClosed   whether new requests are refused and transfers stall (shares expired)
+     */
+    public record SiteDirection(long budget, long share, long demand, int principalShares, boolean failingClosed) {
     }
 
     /**

@@ -1,0 +1,278 @@
+package dev.levee.gateway;
+
+import dev.levee.core.Ticker;
+import dev.levee.etcd.Etcd;
+import dev.levee.gateway.site.EtcdShareStore;
+import dev.levee.gateway.site.Resource;
+import dev.levee.gateway.site.ShareKeeper;
+import dev.levee.gateway.site.ShareStore;
+import dev.levee.gateway.site.SiteBudget;
+import dev.levee.governor.BandwidthGovernor;
+import dev.levee.governor.Direction;
+import dev.levee.governor.GovernorConfig;
+import io.etcd.jetcd.Client;
+import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Connects a gateway's governors to its {@link ShareKeeper} (SPEC.md §10): estimates demand from
+ * the governors' usage, and turns shares into governor rates.
+ *
+ * <h2>Rates</h2>
+ * For a direction with a site budget, the shared bucket's rate is the gateway's share, capped by
+ * {@code --download-rate}/{@code --upload-rate} when set; with no share yet it is {@link
+ * GovernorConfig#HELD} (requests wait). For a principal with a site ceiling, its bucket's rate is
+ * its share, capped by its local rate; held without a share. Directions and principals without a
+ * site budget keep their local rates.
+ *
+ * <h2>Demand</h2>
+ * Measured per round from the bytes granted since the previous round ({@code used}, bytes/s) and
+ * whether requests had to wait for them. A resource whose requests wait and whose grants mostly
+ * waited is <em>limited</em>: it asks for {@code max(2 × used, 2 × share, budget / gateways)}, so a
+ * newcomer asks for an equal share at once and a busy gateway doubles until it meets the others.
+ * Otherwise it asks for {@code used + 5 %}: what it uses, with room to grow. Idle: 0 (its share
+ * is given back). docs/site-bandwidth.md explains the choice.
+ */
+final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareListener, AutoCloseable {
+
+    private final GovernanceSettings settings;
+    private final ScheduledExecutorService loop;
+    private final Client client;
+    private final ShareKeeper keeper;
+    private final Map<Direction, BandwidthGovernor> governors = new EnumMap<>(Direction.class);
+    /** Per direction, per principal: {granted, waited} at the previous round (loop thread only). */
+    private final Map<Direction, Map<String, long[]>> previous = new EnumMap<>(Direction.class);
+    private long previousAt;
+
+    SiteShares(GovernanceSettings settings, Ticker ticker) {
+        this(settings, ticker, null);
+    }
+
+    SiteShares(GovernanceSettings settings, Ticker ticker, ShareStore store) {
+        this.settings = settings;
+        SiteSettings site = settings.site();
+        this.loop = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "levee-site-leases");
+            t.setDaemon(true);
+            return t;
+        });
+        this.client = store == null ? Etcd.client(site.etcdEndpoints(), site.maxMessageBytes()) : null;
+        ShareStore s = store != null ? store : new EtcdShareStore(client, site.prefix());
+        this.keeper = new ShareKeeper(site.keeper(), s, ticker, new ShareKeeper.Loop() {
+            @Override
+            public void execute(Runnable task) {
+                if (!loop.isShutdown()) {
+                    loop.execute(task);
+                }
+            }
+
+            @Override
+            public void schedule(Runnable task, long delayNanos) {
+                if (!loop.isShutdown()) {
+                    loop.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+                }
+            }
+        }, this, this);
+        for (Direction d : Direction.values()) {
+            previous.put(d, new HashMap<>());
+        }
+        this.previousAt = ticker.read();
+    }
+
+    ShareKeeper keeper() {
+        return keeper;
+    }
+
+    /** Whether the governors of {@code d} may grant now (fencing). */
+    boolean owned(Direction d) {
+        return keeper.owned(d);
+    }
+
+    /** Gives the governors and runs the first round. */
+    void start(Map<Direction, BandwidthGovernor> governors) {
+        this.governors.putAll(governors);
+        keeper.start();
+    }
+
+    /** A stream opened: when its direction or principal holds no share yet, ask for a round now. */
+    void opened(Direction d, String principal) {
+        SiteBudget b = keeper.budget();
+        if (b == null) {
+            return;
+        }
+        Map<Resource, Long> s = keeper.shares();
+        if ((b.budget(d) > 0 && s.getOrDefault(Resource.of(d), 0L) == 0)
+                || (b.ceiling(d, principal) > 0 && s.getOrDefault(Resource.of(d, principal), 0L) == 0)) {
+            keeper.requestRound();
+        }
+    }
+
+    @Override
+    public Map<Resource, Long> demands(SiteBudget budget, Map<Resource, Long> shares, int gateways, long now) {
+        long dt = Math.max(1, now - previousAt);
+        previousAt = now;
+        Map<Resource, Long> out = new HashMap<>();
+        for (Direction d : Direction.values()) {
+            BandwidthGovernor g = governors.get(d);
+            if (g == null) {
+                continue;
+            }
+            Map<String, long[]> prev = previous.get(d);
+            Map<String, long[]> next = new HashMap<>();
+            long[] total = new long[3]; // Δgranted, Δwaited, waiting now
+            long directionBudget = budget.budget(d);
+            g.usage((id, granted, waited, waitingNow) -> {
+                long[] p = prev.getOrDefault(id, new long[2]);
+                long dg = granted - p[0];
+                long dw = waited - p[1];
+                next.put(id, new long[] {granted, waited});
+                total[0] += dg;
+                total[1] += dw;
+                total[2] += waitingNow;
+                long ceiling = budget.ceiling(d, id);
+                if (ceiling > 0 && (dg > 0 || waitingNow > 0 || shares.getOrDefault(Resource.of(d, id), 0L) > 0)) {
+                    Resource r = Resource.of(d, id);
+                    out.put(r, demand(dg, dw, waitingNow, dt, shares.getOrDefault(r, 0L), ceiling, gateways));
+                }
+            });
+            previous.put(d, next);
+            if (directionBudget > 0) {
+                Resource r = Resource.of(d);
+                out.put(r, demand(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt,
+                        shares.getOrDefault(r, 0L), directionBudget, gateways));
+            }
+        }
+        return out;
+    }
+
+    /** The demand estimate of the class comment, bytes/s, ≤ budget. */
+    static long demand(long grantedBytes, long waitedBytes, int waitingNow, long dtNanos, long share, long budget,
+                       int gateways) {
+        long used = (long) (grantedBytes * 1e9 / dtNanos);
+        boolean limited = waitingNow > 0 && (grantedBytes == 0 || waitedBytes * 2 >= grantedBytes);
+        long d;
+        if (limited) {
+            d = Math.max(Math.max(2 * used, 2 * share), budget / Math.max(1, gateways));
+        } else {
+            d = used == 0 ? 0 : used + used / 20 + 1;
+        }
+        return Math.min(d, budget);
+    }
+
+    @Override
+    public void apply(SiteBudget budget, Map<Resource, Long> shares) {
+        boolean owned;
+        for (Direction d : Direction.values()) {
+            BandwidthGovernor g = governors.get(d);
+            if (g == null) {
+                continue;
+            }
+            GovernorConfig next = config(settings.governorConfig(d), budget, shares, g);
+            owned = keeper.owned(d);
+            if (!next.equals(g.config())) {
+                g.reconfigure(next);
+            } else if (owned) {
+                g.wake();
+            }
+        }
+    }
+
+    /** The governor configuration for the local one, the budget and the shares. */
+    static GovernorConfig config(GovernorConfig local, SiteBudget budget, Map<Resource, Long> shares,
+                                 BandwidthGovernor governor) {
+        Direction d = local.direction();
+        GovernorConfig.Builder b = local.toBuilder();
+        if (budget.budget(d) > 0) {
+            b.rate(capped(local.rateBytesPerSecond(), shares.getOrDefault(Resource.of(d), 0L)));
+        }
+        if (budget.principalCeilings(d)) {
+            long defaultCeiling = d == Direction.DOWNLOAD ? budget.principalDownload() : budget.principalUpload();
+            if (defaultCeiling > 0) {
+                b.principalRate(GovernorConfig.HELD);
+            }
+            Map<String, Boolean> known = new HashMap<>();
+            if (governor != null) {
+                governor.usage((id, granted, waited, waitingNow) -> known.put(id, Boolean.TRUE));
+            }
+            local.principalRates().keySet().forEach(id -> known.put(id, Boolean.TRUE));
+            for (String id : known.keySet()) {
+                long ceiling = budget.ceiling(d, id);
+                long localRate = local.principalRate(id);
+                if (ceiling > 0) {
+                    b.principalRate(id, capped(localRate, shares.getOrDefault(Resource.of(d, id), 0L)));
+                } else if (defaultCeiling > 0) {
+                    b.principalRate(id, localRate); // explicitly no site ceiling: its local rate
+                }
+            }
+        }
+        return b.build();
+    }
+
+    private static long capped(long localRate, long share) {
+        if (share <= 0) {
+            return GovernorConfig.HELD;
+        }
+        long s = Math.max(GovernorConfig.MIN_RATE_BYTES_PER_SECOND, share);
+        return localRate > 0 ? Math.min(localRate, s) : s;
+    }
+
+    /** Registers the site metrics (aggregated per direction; no principal ids). */
+    void bind(io.micrometer.core.instrument.MeterRegistry registry) {
+        for (Direction d : Direction.values()) {
+            String dir = d.name().toLowerCase(java.util.Locale.ROOT);
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_site_share_bytes_per_second",
+                    keeper, k -> k.status().shares().get(d)).tag("direction", dir)
+                    .description("this gateway's share of the site budget, bytes/s").register(registry);
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_site_budget_bytes_per_second",
+                    keeper, k -> k.status().budgets().get(d)).tag("direction", dir)
+                    .description("the site budget in force, bytes/s; 0 = none").register(registry);
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_site_demand_bytes_per_second",
+                    keeper, k -> k.status().demands().get(d)).tag("direction", dir)
+                    .description("the demand this gateway last reported, bytes/s").register(registry);
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_site_failing_closed",
+                    keeper, k -> k.status().failingClosed(d) ? 1 : 0).tag("direction", dir)
+                    .description("1 while the shares are expired: new requests 503, transfers stall").register(registry);
+        }
+        io.micrometer.core.instrument.Gauge.builder("levee_gateway_site_valid_seconds", keeper,
+                k -> Math.max(0, k.status().validForNanos()) / 1e9)
+                .description("how long the shares stay usable without another renewal, s").register(registry);
+        io.micrometer.core.instrument.Gauge.builder("levee_gateway_site_gateways", keeper, k -> k.status().gateways())
+                .description("live gateways seen in etcd").register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_site_renewals_total", keeper,
+                k -> k.status().renewalsOk()).tag("result", "ok").register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_site_renewals_total", keeper,
+                k -> k.status().renewalsFailed()).tag("result", "failed").register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_site_writes_total", keeper,
+                k -> k.status().writes()).description("entries written to etcd").register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_site_conflicts_total", keeper,
+                k -> k.status().conflicts()).description("raising writes that met a concurrent raise").register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_site_lease_losses_total", keeper,
+                k -> k.status().leaseLosses()).register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_site_budget_rejected_total", keeper,
+                k -> k.status().budgetRejected()).description("budget documents refused").register(registry);
+    }
+
+    /** Whether any direction is failing closed now. */
+    boolean failingClosed() {
+        ShareKeeper.Status s = keeper.status();
+        for (Direction d : Direction.values()) {
+            if (s.failingClosed(d)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public void close() {
+        keeper.close();
+        loop.shutdownNow();
+        if (client != null) {
+            client.close();
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package dev.levee.gateway.site;
+
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * The shared state of site leases (SPEC.md §10), as {@link ShareKeeper} needs it: etcd in
+ * production ({@link EtcdShareStore}), a model with message loss, delays and crashes in tests.
+ *
+ * <p>The invariant Σ shares ≤ budget is kept by the store's one guard: every write that raises a
+ * share is conditional on the guard revision read with the view and moves it on; writes that only
+ * lower shares or change demands need no guard, since they cannot raise the sum.
+ */
+public interface ShareStore {
+
+    /**
+     * A granted lease.
+     *
+     * @param id         the lease id
+     * @param ttlSeconds its time to live as granted, seconds
+     */
+    record Lease(long id, long ttlSeconds) {
+    }
+
+    /**
+     * What the store holds now.
+     *
+     * @param budgetText    the budget document, or null if there is none
+     * @param entries       every live gateway entry (unparseable ones left out)
+     * @param guardRevision the revision a raising write must be conditional on
+     */
+    record View(String budgetText, List<GatewayEntry> entries, long guardRevision) {
+        public View {
+            entries = List.copyOf(entries);
+        }
+    }
+
+    /** The outcome of a write. */
+    enum WriteResult {
+        /** Written. */
+        OK,
+        /** The guard moved since the view was read: nothing written. */
+        CONFLICT,
+        /** The lease has expired or was revoked: nothing written. */
+        LEASE_GONE
+    }
+
+    /** Grants a lease of {@code ttlSeconds}. */
+    CompletionStage<Lease> grant(long ttlSeconds);
+
+    /**
+     * Renews a lease once.
+     *
+     * @return its time to live from now, seconds; ≤ 0 when the lease is gone
+     */
+    CompletionStage<Long> keepAlive(long leaseId);
+
+    /** Reads the budget, every live entry and the guard revision at one revision. */
+    CompletionStage<View> read();
+
+    /**
+     * Writes this gateway's entry under its lease.
+     *
+     * @param entry         the entry
+     * @param leaseId       the lease the key is attached to
+     * @param guarded       whether the write raises a share (then it is conditional on {@code guardRevision})
+     * @param guardRevision the guard revision of the view the entry was computed from
+     */
+    CompletionStage<WriteResult> write(GatewayEntry entry, long leaseId, boolean guarded, long guardRevision);
+
+    /** Revokes a lease (graceful stop): its entry disappears at once. */
+    CompletionStage<Void> revoke(long leaseId);
+}
