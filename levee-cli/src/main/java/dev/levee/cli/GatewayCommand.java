@@ -5,6 +5,8 @@ import dev.levee.gateway.AnonymousPolicy;
 import dev.levee.gateway.ByteUnits;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
+import dev.levee.gateway.SiteSettings;
+import dev.levee.gateway.site.ShareKeeper;
 import dev.levee.gateway.PrincipalDirectory;
 import dev.levee.governor.AdmissionConfig;
 import dev.levee.governor.GovernorConfig;
@@ -53,7 +55,8 @@ final class GatewayCommand implements Callable<Integer> {
     private static final List<String> GOVERNANCE_OPTIONS = List.of("--upload-rate", "--download-rate",
             "--principal-upload-rate", "--principal-download-rate", "--anonymous", "--anonymous-principal",
             "--max-uploads-per-principal", "--max-downloads-per-principal", "--admission-queue", "--admission-timeout",
-            "--max-waiting-quanta", "--timer-resolution", "--max-clock-skew");
+            "--max-waiting-quanta", "--timer-resolution", "--max-clock-skew", "--etcd", "--gateway-id", "--lease-ttl",
+            "--renew-interval", "--lease-drift", "--lease-margin");
 
     @Spec
     CommandSpec spec;
@@ -213,6 +216,38 @@ final class GatewayCommand implements Callable<Integer> {
             description = "slot of the governors' timer: 1us to 100ms (default: ${DEFAULT-VALUE})")
     Duration timerResolution;
 
+    @Option(names = "--etcd", paramLabel = "ENDPOINTS",
+            description = "etcd endpoints, comma-separated: share the site-wide bandwidth budgets in"
+                    + " <prefix>/bandwidth/budget with the other gateways through finite leases (docs/site-bandwidth.md);"
+                    + " without it this gateway shapes with its own ceilings only")
+    String etcdEndpoints;
+
+    @Option(names = "--etcd-prefix", defaultValue = "/levee", description = "key prefix in etcd (default: ${DEFAULT-VALUE})")
+    String etcdPrefix;
+
+    @Option(names = "--gateway-id", paramLabel = "ID",
+            description = "this gateway's id in the site, unique among the gateways (default: the --listen address)")
+    String gatewayId;
+
+    @Option(names = "--lease-ttl", converter = Converters.DurationConverter.class, defaultValue = "5s",
+            description = "time to live of the etcd lease that holds this gateway's shares, whole seconds"
+                    + " (default: ${DEFAULT-VALUE}); a stopped or cut-off gateway's shares return to the others after it")
+    Duration leaseTtl;
+
+    @Option(names = "--renew-interval", converter = Converters.DurationConverter.class, defaultValue = "1s",
+            description = "time between lease renewals and share rounds, at most a third of --lease-ttl"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration renewInterval;
+
+    @Option(names = "--lease-drift", paramLabel = "PERCENT", defaultValue = "1%",
+            description = "largest clock drift between this host and etcd, ρ: shares stop being used at"
+                    + " sent + TTL × (1 − ρ) − margin (default: ${DEFAULT-VALUE})")
+    String leaseDrift;
+
+    @Option(names = "--lease-margin", converter = Converters.DurationConverter.class, defaultValue = "100ms",
+            description = "fixed margin ε before a lease could expire at which shares stop being used (default: ${DEFAULT-VALUE})")
+    Duration leaseMargin;
+
     /** The embedded levee-client's settings: refresh 1 s and back-off 2 s as levee-client's defaults. */
     LeveeClient.Options clientOptions() {
         return new LeveeClient.Options(observer, Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2), baseDomains,
@@ -279,9 +314,34 @@ final class GatewayCommand implements Callable<Integer> {
                     .timerResolution(timerResolution)
                     .baseDomains(baseDomains)
                     .maxClockSkew(maxClockSkew)
+                    .site(site())
                     .build();
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+
+    /** The site-lease settings from --etcd and the lease flags, or null without --etcd. */
+    private SiteSettings site() {
+        if (etcdEndpoints == null || etcdEndpoints.isBlank()) {
+            return null;
+        }
+        String id = gatewayId != null ? gatewayId : listen.host() + ":" + listen.port();
+        double drift = percent("--lease-drift", leaseDrift);
+        ShareKeeper.Settings keeper = new ShareKeeper.Settings(id, leaseTtl, renewInterval, drift, leaseMargin,
+                renewInterval, 3);
+        return new SiteSettings(dev.levee.etcd.Etcd.parseEndpoints(etcdEndpoints), etcdPrefix,
+                dev.levee.etcd.Etcd.DEFAULT_MAX_MESSAGE_BYTES, keeper);
+    }
+
+    private static double percent(String flag, String text) {
+        String t = text.strip();
+        boolean pct = t.endsWith("%");
+        try {
+            double v = Double.parseDouble(pct ? t.substring(0, t.length() - 1).strip() : t);
+            return pct ? v / 100 : v;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(flag + ": '" + text + "' is not a fraction such as 1% or 0.01");
         }
     }
 

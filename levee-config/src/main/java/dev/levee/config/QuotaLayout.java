@@ -23,7 +23,7 @@ import java.util.TreeMap;
  * <tr><td>{@code resources/<bucket>}</td><td>{@code {quota, prefixes}}</td></tr>
  * </table>
  *
- * <p>Keys under {@code limiters/} (membership) and the import marker {@code import} are ignored; any other key is an error naming it.
+ * <p>Keys under {@code limiters/} (membership), under {@code bandwidth/} (site bandwidth leases) and the import marker {@code import} are ignored; any other key is an error naming it.
  * Each value is validated with the same rules as the single-file form; errors name the etcd key.
  */
 public final class QuotaLayout {
@@ -43,13 +43,18 @@ public final class QuotaLayout {
      * writes its chunks; quota sources hold updates while it exists (docs/decisions.md, "Import").
      */
     public static final String IMPORT = "import";
+    /**
+     * Relative key prefix of the site bandwidth budgets and the gateways' leased shares (not quota
+     * data; SPEC.md §10, docs/site-bandwidth.md).
+     */
+    public static final String BANDWIDTH = "bandwidth/";
 
     private QuotaLayout() {
     }
 
     /** Returns whether a relative key holds quota data (and not membership or the import marker). */
     public static boolean isQuotaKey(String relativeKey) {
-        return !relativeKey.startsWith(LIMITERS) && !relativeKey.equals(IMPORT);
+        return !relativeKey.startsWith(LIMITERS) && !relativeKey.equals(IMPORT) && !relativeKey.startsWith(BANDWIDTH);
     }
 
     /**

@@ -1,0 +1,258 @@
+package dev.levee.cli;
+
+import dev.levee.gateway.ByteUnits;
+import dev.levee.gateway.site.Claim;
+import dev.levee.gateway.site.EtcdShareStore;
+import dev.levee.gateway.site.GatewayEntry;
+import dev.levee.gateway.site.Resource;
+import dev.levee.gateway.site.ShareStore;
+import dev.levee.gateway.site.SiteBudget;
+import dev.levee.governor.Direction;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * {@code levee bandwidth}: reads and edits the site-wide bandwidth budgets that gateways share
+ * through etcd leases, and shows the site's shares (SPEC.md §10, docs/site-bandwidth.md). Every
+ * write is validated before it reaches etcd.
+ */
+@Command(name = "bandwidth", mixinStandardHelpOptions = true,
+        description = "Read and edit the site-wide bandwidth budgets in etcd, and show the gateways' shares"
+                + " (endpoints: --etcd or LEVEE_ETCD_ENDPOINTS). See docs/site-bandwidth.md.",
+        subcommands = {BandwidthCommand.Get.class, BandwidthCommand.Set.class, BandwidthCommand.Import.class,
+                BandwidthCommand.Delete.class, BandwidthCommand.Status.class})
+final class BandwidthCommand {
+
+    private static final long TIMEOUT_S = 10;
+
+    private BandwidthCommand() {
+    }
+
+    static String budgetKey(String prefix) {
+        return EtcdShareStore.budgetKey(prefix);
+    }
+
+    static ShareStore.View view(Client c, String prefix) throws Exception {
+        return new EtcdShareStore(c, prefix).read().toCompletableFuture().get(TIMEOUT_S, TimeUnit.SECONDS);
+    }
+
+    /** Validates {@code budget} for the live gateways and writes it; returns the exit code. */
+    static int write(Client c, String prefix, SiteBudget budget, String where) throws Exception {
+        ShareStore.View v = view(c, prefix);
+        java.util.Set<String> ids = new HashSet<>();
+        v.entries().forEach(e -> ids.add(e.gatewayId()));
+        List<String> problems = budget.checkGateways(where, Math.max(1, ids.size()));
+        if (!problems.isEmpty()) {
+            throw new SiteBudget.InvalidBudgetException(problems);
+        }
+        String key = budgetKey(prefix);
+        c.getKVClient().put(bytes(key), bytes(budget.toYaml())).get(TIMEOUT_S, TimeUnit.SECONDS);
+        System.out.println("wrote " + key + ": download " + ByteUnits.formatRate(budget.download()) + ", upload "
+                + ByteUnits.formatRate(budget.upload()) + (budget.principals().isEmpty() ? ""
+                : ", " + budget.principals().size() + " principal override(s)"));
+        return 0;
+    }
+
+    static SiteBudget current(Client c, String prefix) throws Exception {
+        ShareStore.View v = view(c, prefix);
+        return v.budgetText() == null ? SiteBudget.NONE : SiteBudget.parse("etcd key " + budgetKey(prefix), v.budgetText());
+    }
+
+    private static ByteSequence bytes(String s) {
+        return ByteSequence.from(s, StandardCharsets.UTF_8);
+    }
+
+    /** Prints the budget document. */
+    @Command(name = "get", mixinStandardHelpOptions = true, description = "Print the site budget document.")
+    static final class Get extends QuotaCommand.EtcdCall {
+        @Override
+        int run(Client c, String prefix) throws Exception {
+            ShareStore.View v = view(c, prefix);
+            if (v.budgetText() == null) {
+                System.err.println("no site bandwidth budget at " + budgetKey(prefix)
+                        + " (set one with 'levee bandwidth set --download RATE')");
+                return 1;
+            }
+            String t = v.budgetText();
+            System.out.print(t.endsWith("\n") ? t : t + "\n");
+            return 0;
+        }
+    }
+
+    /** Changes fields of the budget. */
+    @Command(name = "set", mixinStandardHelpOptions = true,
+            description = "Change fields of the site budget (the others keep their values); rates are bytes/s with"
+                    + " units, 0 = none.")
+    static final class Set extends QuotaCommand.EtcdCall {
+        @Option(names = "--download", paramLabel = "RATE", description = "site budget of all downloads")
+        String download;
+        @Option(names = "--upload", paramLabel = "RATE", description = "site budget of all uploads")
+        String upload;
+        @Option(names = "--principal-download", paramLabel = "RATE",
+                description = "every principal's site-wide download ceiling, unless overridden")
+        String principalDownload;
+        @Option(names = "--principal-upload", paramLabel = "RATE",
+                description = "every principal's site-wide upload ceiling, unless overridden")
+        String principalUpload;
+        @Option(names = "--principal", paramLabel = "ID:DIRECTION=RATE",
+                description = "one principal's site-wide ceiling, e.g. svc-backup:download=50MiB/s; RATE 'default'"
+                        + " removes the override")
+        List<String> overrides = new ArrayList<>();
+
+        @Override
+        int run(Client c, String prefix) throws Exception {
+            if (download == null && upload == null && principalDownload == null && principalUpload == null
+                    && overrides.isEmpty()) {
+                throw new IllegalArgumentException("nothing to set: give --download, --upload, --principal-download,"
+                        + " --principal-upload or --principal");
+            }
+            SiteBudget b = current(c, prefix);
+            Map<String, SiteBudget.Ceilings> ps = new TreeMap<>(b.principals());
+            for (String o : overrides) {
+                int colon = o.lastIndexOf(':', o.indexOf('=') < 0 ? o.length() : o.indexOf('='));
+                int eq = o.indexOf('=');
+                if (colon <= 0 || eq < colon) {
+                    throw new IllegalArgumentException("--principal '" + o + "': expected ID:DIRECTION=RATE, e.g."
+                            + " svc-backup:download=50MiB/s");
+                }
+                String id = o.substring(0, colon);
+                String dir = o.substring(colon + 1, eq).strip().toLowerCase(Locale.ROOT);
+                String rate = o.substring(eq + 1).strip();
+                if (!dir.equals("download") && !dir.equals("upload")) {
+                    throw new IllegalArgumentException("--principal '" + o + "': direction is download or upload");
+                }
+                Long r = rate.equals("default") ? null : rate("--principal " + id + ":" + dir, rate);
+                SiteBudget.Ceilings was = ps.getOrDefault(id, new SiteBudget.Ceilings(null, null));
+                SiteBudget.Ceilings now = dir.equals("download") ? new SiteBudget.Ceilings(r, was.upload())
+                        : new SiteBudget.Ceilings(was.download(), r);
+                if (now.download() == null && now.upload() == null) {
+                    ps.remove(id);
+                } else {
+                    ps.put(id, now);
+                }
+            }
+            // build the document and let the parser validate it as a gateway will
+            Map<String, Object> doc = new TreeMap<>();
+            doc.put("download", download != null ? download : Long.toString(b.download()));
+            doc.put("upload", upload != null ? upload : Long.toString(b.upload()));
+            Map<String, Object> p = new TreeMap<>();
+            p.put("download", principalDownload != null ? principalDownload : Long.toString(b.principalDownload()));
+            p.put("upload", principalUpload != null ? principalUpload : Long.toString(b.principalUpload()));
+            doc.put("principal", p);
+            Map<String, Object> po = new TreeMap<>();
+            ps.forEach((id, ce) -> {
+                Map<String, Object> one = new TreeMap<>();
+                if (ce.download() != null) {
+                    one.put("download", ce.download());
+                }
+                if (ce.upload() != null) {
+                    one.put("upload", ce.upload());
+                }
+                po.put(id, one);
+            });
+            doc.put("principals", po);
+            String json = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(doc);
+            SiteBudget next = SiteBudget.parse("the new budget", json);
+            return write(c, prefix, next, "the new budget");
+        }
+
+        private static long rate(String what, String text) {
+            try {
+                return ByteUnits.parseRate(text);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(what + ": " + e.getMessage());
+            }
+        }
+    }
+
+    /** Replaces the budget with a file's. */
+    @Command(name = "import", mixinStandardHelpOptions = true,
+            description = "Replace the site budget with FILE's (YAML or JSON; see docs/site-bandwidth.md).")
+    static final class Import extends QuotaCommand.EtcdCall {
+        @Parameters(paramLabel = "FILE")
+        Path file;
+
+        @Override
+        int run(Client c, String prefix) throws Exception {
+            String text;
+            try {
+                text = Files.readString(file);
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException("cannot read " + file + ": " + e.getMessage());
+            }
+            return write(c, prefix, SiteBudget.parse(file.toString(), text), file.toString());
+        }
+    }
+
+    /** Deletes the budget. */
+    @Command(name = "delete", mixinStandardHelpOptions = true,
+            description = "Delete the site budget: gateways then shape with their own ceilings only.")
+    static final class Delete extends QuotaCommand.EtcdCall {
+        @Override
+        int run(Client c, String prefix) throws Exception {
+            String key = budgetKey(prefix);
+            long n = c.getKVClient().delete(bytes(key)).get(TIMEOUT_S, TimeUnit.SECONDS).getDeleted();
+            System.out.println(n == 0 ? "no site budget at " + key : "deleted " + key);
+            return 0;
+        }
+    }
+
+    /** Prints the site view. */
+    @Command(name = "status", mixinStandardHelpOptions = true,
+            description = "Print the site view from etcd: budgets, each gateway's shares and demands, sum vs budget.")
+    static final class Status extends QuotaCommand.EtcdCall {
+        @Override
+        int run(Client c, String prefix) throws Exception {
+            ShareStore.View v = view(c, prefix);
+            SiteBudget b;
+            try {
+                b = v.budgetText() == null ? SiteBudget.NONE : SiteBudget.parse("etcd key " + budgetKey(prefix), v.budgetText());
+            } catch (SiteBudget.InvalidBudgetException e) {
+                System.out.println("budget: INVALID (gateways keep their last good one)\n" + e.getMessage());
+                b = SiteBudget.NONE;
+            }
+            System.out.println("budget: download " + ByteUnits.formatRate(b.download()) + ", upload "
+                    + ByteUnits.formatRate(b.upload()) + (v.budgetText() == null ? " (no budget document)" : ""));
+            System.out.println("gateways: " + v.entries().size() + " live lease(s)");
+            java.util.Set<Resource> resources = new TreeSet<>();
+            v.entries().forEach(e -> resources.addAll(e.claims().keySet()));
+            for (Direction d : Direction.values()) {
+                if (b.budget(d) > 0) {
+                    resources.add(Resource.of(d));
+                }
+            }
+            System.out.printf(Locale.ROOT, "%-24s %-28s %14s %14s%n", "resource", "gateway/incarnation", "share", "demand");
+            for (Resource r : resources) {
+                long sum = 0;
+                for (GatewayEntry e : v.entries()) {
+                    Claim cl = e.claims().get(r);
+                    if (cl == null) {
+                        continue;
+                    }
+                    sum += cl.share();
+                    System.out.printf(Locale.ROOT, "%-24s %-28s %14s %14s%n", r, e.gatewayId() + "/"
+                                    + e.incarnation().substring(0, Math.min(8, e.incarnation().length())),
+                            ByteUnits.formatRate(cl.share()), ByteUnits.formatRate(cl.demand()));
+                }
+                long budget = b.budget(r);
+                System.out.printf(Locale.ROOT, "%-24s %-28s %14s %14s%n", r, "Σ (budget " + ByteUnits.formatRate(budget) + ")",
+                        ByteUnits.formatRate(sum), budget > 0 && sum > budget ? "OVER" : "");
+            }
+            return 0;
+        }
+    }
+}
