@@ -82,6 +82,15 @@ final class DemoCommand implements Callable<Integer> {
             + " check is then off (needs nginx and its lua module: apt-get install -y nginx libnginx-mod-http-lua)")
     boolean withNginx;
 
+    @Option(names = "--gateways", defaultValue = "1",
+            description = "with 2-8: that many gateways share one site download budget through etcd leases and one"
+                    + " is cut off from etcd for a while (needs etcd; docs/site-bandwidth.md) (default: ${DEFAULT-VALUE})")
+    int gateways;
+
+    @Option(names = "--site-download", converter = GatewayCommand.RateConverter.class, defaultValue = "30MiB/s",
+            paramLabel = "RATE", description = "the site download budget of --gateways (default: ${DEFAULT-VALUE})")
+    long siteDownload;
+
     @Option(names = "--log-target", converter = Converters.LogTargetConverter.class,
             defaultValue = "file:levee-logs/demo.log",
             description = "where the components' RFC 5424 logs go (default: ${DEFAULT-VALUE})")
@@ -105,6 +114,15 @@ final class DemoCommand implements Callable<Integer> {
         }
         if (!(maxRate > 0)) {
             throw new IllegalArgumentException("--max-rate must be positive");
+        }
+        if (gateways < 1 || gateways > 8) {
+            throw new IllegalArgumentException("--gateways must be 1-8, got " + gateways);
+        }
+        if (gateways > 1) {
+            Logging.configure(logTarget, "levee-demo", "INFO");
+            int rc = SiteDemo.run(System.out, gateways, siteDownload, duration);
+            Logging.shutdown();
+            return rc;
         }
         QuotaConfig cfg = Quotas.load(quotas);
         Logging.configure(logTarget, "levee-demo", "INFO");

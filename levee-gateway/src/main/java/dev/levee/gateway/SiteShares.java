@@ -34,8 +34,10 @@ import java.util.concurrent.TimeUnit;
  * whether requests had to wait for them. A resource whose requests wait and whose grants mostly
  * waited is <em>limited</em>: it asks for {@code max(2 × used, 2 × share, budget / gateways)}, so a
  * newcomer asks for an equal share at once and a busy gateway doubles until it meets the others.
- * Otherwise it asks for {@code used + 5 %}: what it uses, with room to grow. Idle: 0 (its share
- * is given back). docs/site-bandwidth.md explains the choice.
+ * Otherwise it asks for {@code used + 5 %}: what it uses, with room to grow. A reported demand
+ * rises at once and falls by at most 30 % per round, so that one slow round does not give the
+ * share away. Idle: it decays to 0 and the share is given back. docs/site-bandwidth.md explains
+ * the choice.
  */
 final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareListener, AutoCloseable {
 
@@ -47,6 +49,9 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     /** Per direction, per principal: {granted, waited} at the previous round (loop thread only). */
     private final Map<Direction, Map<String, long[]>> previous = new EnumMap<>(Direction.class);
     private long previousAt;
+    /** The demand reported last round, by resource (loop thread only). */
+    private final Map<Resource, Long> reported = new HashMap<>();
+    static final int DECAY_PERCENT = 30;
 
     SiteShares(GovernanceSettings settings, Ticker ticker) {
         this(settings, ticker, null);
@@ -136,17 +141,33 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
                 long ceiling = budget.ceiling(d, id);
                 if (ceiling > 0 && (dg > 0 || waitingNow > 0 || shares.getOrDefault(Resource.of(d, id), 0L) > 0)) {
                     Resource r = Resource.of(d, id);
-                    out.put(r, demand(dg, dw, waitingNow, dt, shares.getOrDefault(r, 0L), ceiling, gateways));
+                    out.put(r, smooth(r, demand(dg, dw, waitingNow, dt, shares.getOrDefault(r, 0L), ceiling, gateways)));
                 }
             });
             previous.put(d, next);
             if (directionBudget > 0) {
                 Resource r = Resource.of(d);
-                out.put(r, demand(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt,
-                        shares.getOrDefault(r, 0L), directionBudget, gateways));
+                out.put(r, smooth(r, demand(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt,
+                        shares.getOrDefault(r, 0L), directionBudget, gateways)));
             }
         }
+        reported.keySet().retainAll(out.keySet());
         return out;
+    }
+
+    /**
+     * Rises at once, falls by at most {@value #DECAY_PERCENT} % per round: one slow round (a pause,
+     * a client between two requests) does not give the share away; a real drop is followed within a
+     * few rounds.
+     */
+    private long smooth(Resource r, long estimate) {
+        long before = reported.getOrDefault(r, 0L);
+        long d = Math.max(estimate, before * (100 - DECAY_PERCENT) / 100);
+        if (d < dev.levee.gateway.site.SiteBudget.MIN_RATE / 2 && estimate == 0) {
+            d = 0; // idle: give the share back
+        }
+        reported.put(r, d);
+        return d;
     }
 
     /** The demand estimate of the class comment, bytes/s, ≤ budget. */
