@@ -1,0 +1,60 @@
+package dev.levee.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.levee.gateway.site.Resource;
+import dev.levee.gateway.site.SiteBudget;
+import dev.levee.governor.Direction;
+import dev.levee.governor.GovernorConfig;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** How shares become governor rates, and the demand estimate (docs/site-bandwidth.md). */
+class SiteSharesTest {
+
+    static final long MiB = 1 << 20;
+    static final long SEC = 1_000_000_000L;
+
+    @Test
+    void aDirectionWithABudgetRunsAtItsShareCappedByTheLocalRateAndIsHeldWithoutOne() {
+        GovernorConfig local = GovernorConfig.builder(Direction.DOWNLOAD).rate(8 * MiB).principalRate(MiB).build();
+        SiteBudget budget = new SiteBudget(30 * MiB, 0, 0, 0, Map.of());
+        assertThat(SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD), 5 * MiB), null)
+                .rateBytesPerSecond()).isEqualTo(5 * MiB);
+        assertThat(SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD), 12 * MiB), null)
+                .rateBytesPerSecond()).as("local cap below the share").isEqualTo(8 * MiB);
+        GovernorConfig held = SiteShares.config(local, budget, Map.of(), null);
+        assertThat(held.rateBytesPerSecond()).isEqualTo(GovernorConfig.HELD);
+        assertThat(held.principalRateBytesPerSecond()).as("principals keep their local rate").isEqualTo(MiB);
+        GovernorConfig up = SiteShares.config(GovernorConfig.of(Direction.UPLOAD, 4 * MiB, 0), budget, Map.of(), null);
+        assertThat(up.rateBytesPerSecond()).as("no upload budget: local rate").isEqualTo(4 * MiB);
+    }
+
+    @Test
+    void principalsWithASiteCeilingRunAtTheirShareAndOthersAreHeldUntilTheyGetOne() {
+        GovernorConfig local = GovernorConfig.builder(Direction.DOWNLOAD).principalRate("svc-local", 2 * MiB).build();
+        SiteBudget budget = new SiteBudget(0, 0, 10 * MiB, 0,
+                Map.of("svc-free", new SiteBudget.Ceilings(0L, null), "svc-local", new SiteBudget.Ceilings(20 * MiB, null)));
+        GovernorConfig c = SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD, "svc-a"), 3 * MiB,
+                Resource.of(Direction.DOWNLOAD, "svc-local"), 5 * MiB), null);
+        assertThat(c.rateBytesPerSecond()).as("no direction budget").isZero();
+        assertThat(c.principalRate("svc-new")).as("default ceiling, no share yet").isEqualTo(GovernorConfig.HELD);
+        assertThat(c.principalRate("svc-local")).as("share capped by the local rate").isEqualTo(2 * MiB);
+    }
+
+    @Test
+    void demandOfALimitedResourceAsksForMoreAndOfAnUnlimitedOneForWhatItUses() {
+        long budget = 30 * MiB;
+        // limited: waiting now, most bytes waited
+        assertThat(SiteShares.demand(5 * MiB, 5 * MiB, 3, SEC, 5 * MiB, budget, 3)).isEqualTo(10 * MiB);
+        assertThat(SiteShares.demand(12 * MiB, 12 * MiB, 3, SEC, 12 * MiB, budget, 3)).isEqualTo(24 * MiB);
+        // a newcomer: nothing granted yet, requests waiting: an equal share at once
+        assertThat(SiteShares.demand(0, 0, 1, SEC, 0, budget, 3)).isEqualTo(10 * MiB);
+        // not limited: what it uses plus 5 %
+        assertThat(SiteShares.demand(4 * MiB, 0, 0, SEC, 10 * MiB, budget, 3)).isEqualTo(4 * MiB + 4 * MiB / 20 + 1);
+        // idle
+        assertThat(SiteShares.demand(0, 0, 0, SEC, 10 * MiB, budget, 3)).isZero();
+        // never above the budget
+        assertThat(SiteShares.demand(29 * MiB, 29 * MiB, 1, SEC, 29 * MiB, budget, 1)).isEqualTo(budget);
+    }
+}
