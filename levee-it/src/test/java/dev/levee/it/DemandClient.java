@@ -89,10 +89,18 @@ final class DemandClient implements AutoCloseable {
      * {@code maxConnections} connections, 2 s connect and 30 s socket timeouts, retries off).
      */
     static S3Client s3Client(URI endpoint, String accessKey, String secretKey, int maxConnections) {
+        return s3Client(endpoint, accessKey, secretKey, maxConnections, Duration.ofSeconds(30));
+    }
+
+    /**
+     * Builds an SDK v2 S3 client like {@link #s3Client(URI, String, String, int)} with a chosen socket
+     * timeout (how long a read may wait for a byte: a gateway failing closed stalls its streams).
+     */
+    static S3Client s3Client(URI endpoint, String accessKey, String secretKey, int maxConnections, Duration socketTimeout) {
         return S3Client.builder().endpointOverride(endpoint).region(Region.US_EAST_1).forcePathStyle(true)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(accessKey, secretKey)))
                 .httpClientBuilder(ApacheHttpClient.builder().maxConnections(maxConnections)
-                        .connectionTimeout(Duration.ofSeconds(2)).socketTimeout(Duration.ofSeconds(30))
+                        .connectionTimeout(Duration.ofSeconds(2)).socketTimeout(socketTimeout)
                         .connectionMaxIdleTime(Duration.ofSeconds(5)))
                 .overrideConfiguration(o -> o.retryStrategy(AwsRetryStrategy.doNotRetry()))
                 .build();
