@@ -123,19 +123,14 @@ final class ByteWindows implements AutoCloseable {
     }
 
     /** Reads every counter now and keeps the values. */
-    void sampleNow() {
-        LongSupplier[] cs;
-        synchronized (this) {
-            cs = counters.values().toArray(LongSupplier[]::new);
-        }
-        long[] s = new long[cs.length + 1];
+    synchronized void sampleNow() { // under the lock, so that samples are kept in clock order; counters must be cheap
+        long[] s = new long[counters.size() + 1];
         s[0] = clock.getAsLong();
-        for (int i = 0; i < cs.length; i++) {
-            s[i + 1] = cs[i].getAsLong();
+        int i = 1;
+        for (LongSupplier c : counters.values()) {
+            s[i++] = c.getAsLong();
         }
-        synchronized (this) {
-            samples.add(s);
-        }
+        samples.add(s);
     }
 
     /** Runs every probe now and keeps what each returned. */
