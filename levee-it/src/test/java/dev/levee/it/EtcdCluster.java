@@ -30,7 +30,9 @@ import java.util.stream.Stream;
  * A multi-member etcd cluster on loopback for integration tests: each member is its own {@code etcd}
  * process (Debian's etcd 3.4, {@link EmbeddedEtcd#binary()}) with its own data directory in one
  * temporary directory, free loopback client and peer ports, and short Raft timings
- * ({@link #HEARTBEAT_MS} / {@link #ELECTION_MS}) so that a killed leader is replaced in about a second.
+ * ({@link #HEARTBEAT_MS} / {@link #ELECTION_MS}, etcd's defaults, stated; extra arguments such as
+ * {@code --election-timeout 500} come later on the command line and win) so that a killed leader is
+ * replaced in one to three seconds.
  * A member can be killed (SIGKILL, as a crash), stopped (SIGSTOP) and started again on the same ports
  * and data, where it rejoins as a follower ({@code --initial-cluster-state existing}).
  *
