@@ -1,0 +1,448 @@
+package dev.levee.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.levee.cli.Main;
+import dev.levee.gateway.site.EtcdShareStore;
+import dev.levee.gateway.site.GatewayEntry;
+import dev.levee.gateway.site.Resource;
+import dev.levee.gateway.site.ShareStore;
+import dev.levee.governor.Direction;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.TestMethodOrder;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * Issue 11's acceptance: three {@code levee gateway} processes share one site download budget
+ * B = 30 MiB/s through leases in a three-member etcd cluster (SPEC.md §10, docs/site-bandwidth.md).
+ * Each gateway's clients (AWS SDK v2) want 5 / 20 / 40 MiB/s. Bytes are counted where they leave the
+ * gateways (an egress proxy in front of each), in 1 s windows. Every scenario also asserts: bytes in
+ * any 1 s window ≤ 1.05 × B + one quantum per stream, and Σ live shares in etcd ≤ B at every
+ * observation (one range read: one revision).
+ *
+ * <p>The scenarios share one site and run in order; each leaves it healed. Figures go to standard
+ * output and {@code target/it-logs/site/bandwidth/}.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class SiteBandwidthIT {
+
+    static final Path DIR = Path.of("target", "it-logs", "site", "bandwidth").toAbsolutePath();
+    static final long MiB = 1L << 20;
+    static final long KiB = 1L << 10;
+    static final long B = 30 * MiB;
+    static final Duration TTL = Duration.ofSeconds(3);
+    static final Duration RENEW = Duration.ofMillis(500);
+    static final long QUANTUM = 64 * KiB;
+    static final int THREADS = 2;
+    static final String KEY_A = "AKIASITEBWA";
+    static final String SECRET_A = "secret-of-site-bw-a";
+    static final String KEY_B = "AKIASITEBWB";
+    static final String SECRET_B = "secret-of-site-bw-b";
+    static final long[] DEMAND = {5 * MiB, 20 * MiB, 40 * MiB};
+
+    Site site;
+    Client etcd;
+    final List<S3Client> s3 = new ArrayList<>();
+    final List<DemandClient> demand = new ArrayList<>();
+    ByteWindows windows;
+
+    @BeforeAll
+    void startSite() throws Exception {
+        ItFixtures.logToItLog();
+        site = Site.start(DIR, 3, 3, Map.of("a", KEY_A, "b", KEY_B), Map.of(KEY_A, SECRET_A, KEY_B, SECRET_B),
+                (i, links) -> List.of("--etcd", links.endpoints(), "--gateway-id", "g" + i,
+                        "--lease-ttl", TTL.toSeconds() + "s", "--renew-interval", RENEW.toMillis() + "ms",
+                        "--log-level", "DEBUG"));
+        etcd = dev.levee.etcd.Etcd.client(site.etcd().endpointList());
+        assertThat(cli("bandwidth", "set", "--download", "30MiB/s", "--etcd", site.etcd().endpoints())).isZero();
+        site.backend().putRandom("site", "big", 32 << 20, 7);
+        for (int i = 0; i < 3; i++) {
+            s3.add(DemandClient.s3Client(site.gateway(i).endpoint(), KEY_A, SECRET_A, 8, Duration.ofSeconds(60)));
+        }
+    }
+
+    @AfterAll
+    void stopSite() {
+        demand.forEach(DemandClient::close);
+        s3.forEach(S3Client::close);
+        if (etcd != null) {
+            etcd.close();
+        }
+        if (site != null) {
+            site.close();
+        }
+    }
+
+    @AfterEach
+    void assertInvariantsAndStopWindows() {
+        if (windows == null) {
+            return;
+        }
+        windows.close();
+        System.out.print("SiteBandwidthIT egress per 1 s window (MiB):\n" + windows.table());
+        long bound = (long) (1.05 * B) + QUANTUM * THREADS * demand.size();
+        assertThat(windows.maxSlidingWindowSum()).as("bytes in any 1 s window ≤ 1.05 B + one quantum per stream")
+                .isLessThanOrEqualTo(bound);
+        List<ByteWindows.Observation<Long>> sums = windows.observations("etcdSum");
+        assertThat(sums).as("observations of Σ shares in etcd").isNotEmpty();
+        for (ByteWindows.Observation<Long> o : sums) {
+            if (o.value() != null) {
+                assertThat(o.value()).as("Σ live shares in etcd at one revision ≤ B").isLessThanOrEqualTo(B);
+            }
+        }
+        windows = null;
+    }
+
+    // ------------------------------------------------------------------------------------ scenarios
+
+    @Test
+    @Order(1)
+    void steadyStateSharesAreMaxMinFair() throws Exception {
+        startDemand();
+        long[] fair = {5 * MiB, (B - 5 * MiB) / 2, (B - 5 * MiB) / 2};
+        // within 5 % of max-min fair: the first gateway asks for what it uses + 5 %, so its share is 5-5.5 MiB/s
+        await("shares within 5 % of 5 / 12.5 / 12.5").atMost(Duration.ofSeconds(20)).pollInterval(RENEW)
+                .ignoreExceptions().untilAsserted(() -> assertShares(fair, 0.05));
+        long converged = System.nanoTime();
+        // and they stay there for 3 renew intervals
+        await("stable").pollDelay(RENEW.multipliedBy(3)).atMost(RENEW.multipliedBy(4)).untilAsserted(() -> assertShares(fair, 0.05));
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: %s%n", sharesLine());
+        assertThat(System.nanoTime() - converged).isPositive();
+        double util = utilisation(4);
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: utilisation Σ bytes / (B − unused demand) over 4 s = %.3f%n", util);
+    }
+
+    @Test
+    @Order(2)
+    void demandShiftConvergesToEqualShares() throws Exception {
+        startDemand();
+        await("steady first").atMost(Duration.ofSeconds(20)).pollInterval(RENEW).ignoreExceptions()
+                .untilAsserted(() -> assertShares(new long[] {5 * MiB, 25 * MiB / 2, 25 * MiB / 2}, 0.05));
+        long t0 = System.nanoTime();
+        demand.get(0).setRate(25 * MiB);
+        long[] equal = {B / 3, B / 3, B / 3};
+        await("10 / 10 / 10").atMost(Duration.ofSeconds(15)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+                .untilAsserted(() -> assertShares(equal, 0.05));
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT demand shift: 10/10/10 within 5 %% after %d ms (%.1f renew intervals): %s%n",
+                ms(System.nanoTime() - t0), (System.nanoTime() - t0) / (double) RENEW.toNanos(), sharesLine());
+    }
+
+    @Test
+    @Order(3)
+    void aGatewayCutOffFromEtcdFailsClosedBeforeItsLeaseExpiresAndRejoinsAfterTheHeal() throws Exception {
+        startDemand();
+        awaitSteady();
+        String victimPrefix = EtcdShareStore.gatewaysPrefix("/levee") + "g2/";
+        long cut = System.nanoTime();
+        site.links(2).partition(true);
+        // it stops granting: /health/ready says failing closed (its admin listener is not cut)
+        await("g2 fails closed").atMost(TTL.plusSeconds(2)).pollInterval(Duration.ofMillis(20)).ignoreExceptions()
+                .until(() -> site.gateway(2).ready().at("/governance/site/directions/download/failingClosed").asBoolean());
+        long closed = System.nanoTime();
+        long egressAtClose = site.gateway(2).egressBytes();
+        // etcd expires its lease (its key disappears) only after that
+        await("g2's key expires in etcd").atMost(TTL.plusSeconds(5)).pollInterval(Duration.ofMillis(20))
+                .until(() -> view().entries().stream().noneMatch(e -> e.gatewayId().equals("g2")));
+        long expired = System.nanoTime();
+        long egressAtExpiry = site.gateway(2).egressBytes();
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT partition: g2 failing closed %d ms after the cut, its etcd lease"
+                        + " expired %d ms after the cut: margin %d ms; g2 sent %d KiB between (kernel buffers)%n",
+                ms(closed - cut), ms(expired - cut), ms(expired - closed), (egressAtExpiry - egressAtClose) / KiB);
+        assertThat(expired - closed).as("g2 stops using its share before etcd can expire it").isPositive();
+        assertThat(egressAtExpiry - egressAtClose).as("bytes leaving g2 after it failed closed (socket buffers)")
+                .isLessThanOrEqualTo(4 * MiB);
+        // the other two take over its share
+        await("g0 and g1 share the budget").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(100))
+                .ignoreExceptions().untilAsserted(() -> {
+                    assertThat(share(0) + share(1)).isGreaterThanOrEqualTo((long) (0.95 * B));
+                });
+        long takenOver = System.nanoTime();
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT partition: g0 + g1 hold ≥ 95 %% of B %d ms after the expiry: %s%n",
+                ms(takenOver - expired), sharesLine());
+        // new requests at g2 are refused with 503 SlowDown while it fails closed
+        JsonNode r = site.gateway(2).ready();
+        assertThat(r.at("/status").asText()).isEqualTo("failingClosed");
+        assertThat(view().entries()).noneMatch(e -> e.gatewayId().equals("g2"));
+        assertThat(victimPrefix).isNotEmpty();
+        long heal = System.nanoTime();
+        site.links(2).partition(false);
+        await("g2 rejoins").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(20)).ignoreExceptions()
+                .until(() -> share(2) > 0 && !site.gateway(2).ready().at("/governance/site/directions/download/failingClosed").asBoolean());
+        long rejoined = System.nanoTime();
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT partition: g2 holds a share again %d ms after the heal (%.1f renew"
+                + " intervals)%n", ms(rejoined - heal), (rejoined - heal) / (double) RENEW.toNanos());
+        assertThat(rejoined - heal).as("rejoins within 3 renew intervals (+1 for gRPC's reconnect)")
+                .isLessThanOrEqualTo(RENEW.multipliedBy(4).toNanos());
+        awaitSteady();
+    }
+
+    @Test
+    @Order(4)
+    void killingTheEtcdLeaderStarvesNoGateway() throws Exception {
+        startDemand();
+        awaitSteady();
+        int leader = site.etcd().leaderIndex();
+        int windowsBefore = windows.windows("g0").size();
+        site.etcd().kill9(leader);
+        long killed = System.nanoTime();
+        await("6 windows after the kill").atMost(Duration.ofSeconds(12)).until(() -> windows.windows("g0").size() >= windowsBefore + 6);
+        for (int i = 0; i < 3; i++) {
+            List<Long> w = windows.windows("g" + i);
+            List<Long> after = w.subList(windowsBefore, w.size());
+            System.out.printf(Locale.ROOT, "SiteBandwidthIT leader kill: g%d MiB per window after the kill: %s%n", i,
+                    after.stream().map(b -> String.format(Locale.ROOT, "%.1f", b / (double) MiB)).toList());
+            assertThat(after).as("g%d sends in every window after the leader's kill", i).allMatch(b -> b > 0);
+        }
+        assertThat(view().entries()).hasSize(3);
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT leader kill: member %d killed; new leader %d after ≤ %d ms%n", leader,
+                site.etcd().leaderIndex(), ms(System.nanoTime() - killed));
+        site.etcd().restart(leader);
+        site.etcd().awaitHealthy();
+    }
+
+    @Test
+    @Order(5)
+    void aKilledGatewaysShareReturnsWithinTheTtlAndItsRestartInheritsNothing() throws Exception {
+        startDemand();
+        awaitSteady();
+        String oldIncarnation = incarnation("g1");
+        long kill = System.nanoTime();
+        site.gateway(1).kill9();
+        await("g1's share returns to g0 and g2").atMost(TTL.plusSeconds(5)).pollInterval(Duration.ofMillis(50))
+                .ignoreExceptions().untilAsserted(() -> assertThat(share(0) + share(2)).isGreaterThanOrEqualTo((long) (0.95 * B)));
+        long returned = System.nanoTime();
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT gateway kill: g1's share back with the others %d ms after kill -9"
+                + " (TTL %d ms)%n", ms(returned - kill), TTL.toMillis());
+        assertThat(returned - kill).as("within the lease TTL plus one renew interval").isLessThanOrEqualTo(
+                TTL.plus(RENEW).plusMillis(500).toNanos());
+        demand.get(1).close();
+        site.gateway(1).restart();
+        await("g1 registers a new incarnation").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
+                .until(() -> incarnation("g1") != null);
+        String fresh = incarnation("g1");
+        assertThat(fresh).as("a restarted gateway has a new incarnation").isNotEqualTo(oldIncarnation);
+        JsonNode r = site.gateway(1).ready();
+        assertThat(r.at("/governance/site/renewalsOk").asLong()).as("counters start again").isLessThan(20);
+        demand.set(1, DemandClient.on(s3.get(1), "site", "big").name("g1").threads(THREADS).rate(DEMAND[1])
+                .maxDuration(Duration.ofSeconds(60)).start());
+        awaitSteady();
+    }
+
+    @Test
+    @Order(6)
+    void aGatewayStoppedPastItsLeaseFailsClosedFirstWhenContinued() throws Exception {
+        startDemand();
+        awaitSteady();
+        JsonNode before = site.gateway(2).ready();
+        long grantedBefore = before.at("/governance/bandwidth/download/grantedBytes").asLong();
+        site.gateway(2).signal("STOP");
+        await("g2's lease expires in etcd").atMost(TTL.plusSeconds(5)).pollInterval(Duration.ofMillis(50))
+                .until(() -> view().entries().stream().noneMatch(e -> e.gatewayId().equals("g2")));
+        await("the others take its share").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(100))
+                .ignoreExceptions().untilAsserted(() -> assertThat(share(0) + share(1)).isGreaterThanOrEqualTo((long) (0.95 * B)));
+        site.gateway(2).signal("CONT");
+        JsonNode first = site.gateway(2).ready();
+        long grantedAfter = first.at("/governance/bandwidth/download/grantedBytes").asLong();
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT SIGSTOP: after SIGCONT g2 granted %d KiB before its first answer;"
+                        + " status %s, failingClosed %s, lease losses %d%n", (grantedAfter - grantedBefore) / KiB,
+                first.at("/status").asText(), first.at("/governance/site/directions/download/failingClosed").asText(),
+                first.at("/governance/site/leaseLosses").asLong());
+        assertThat(grantedAfter - grantedBefore).as("no stale share spent: at most what was in flight at the stop")
+                .isLessThanOrEqualTo(QUANTUM * THREADS * 2);
+        await("g2 rejoins").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50)).ignoreExceptions()
+                .until(() -> share(2) > 0);
+        awaitSteady();
+    }
+
+    @Test
+    @Order(7)
+    void aPrincipalsSiteCeilingHoldsAcrossAllGateways() throws Exception {
+        long ceiling = 6 * MiB;
+        assertThat(cli("bandwidth", "set", "--principal", "b:download=6MiB/s", "--etcd", site.etcd().endpoints())).isZero();
+        windows = window();
+        List<S3Client> bClients = new ArrayList<>();
+        List<DemandClient> bs = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                S3Client c = DemandClient.s3Client(site.gateway(i).endpoint(), KEY_B, SECRET_B, 4, Duration.ofSeconds(60));
+                bClients.add(c);
+            }
+            long t0 = System.nanoTime();
+            for (int i = 0; i < 3; i++) {
+                bs.add(DemandClient.on(bClients.get(i), "site", "big").name("b" + i).threads(THREADS)
+                        .maxDuration(Duration.ofSeconds(30)).start());
+            }
+            await("10 s of b's downloads").pollDelay(Duration.ofSeconds(10)).atMost(Duration.ofSeconds(11)).until(() -> true);
+            long read = bs.stream().mapToLong(DemandClient::bytesRead).sum();
+            double t = (System.nanoTime() - t0) / 1e9;
+            long burst = 3 * Math.min(ceiling / 10, MiB);
+            System.out.printf(Locale.ROOT, "SiteBandwidthIT principal ceiling: b read %.1f MiB in %.1f s through 3 gateways"
+                            + " = %.2f MiB/s (ceiling %.1f MiB/s; ≤ ceiling × t + burst = %.1f MiB); per gateway %s%n",
+                    read / (double) MiB, t, read / (double) MiB / t, ceiling / (double) MiB,
+                    (ceiling * t + burst) / MiB, bs.stream().map(d -> String.format(Locale.ROOT, "%.1f", d.bytesRead() / (double) MiB)).toList());
+            assertThat((double) read).as("principal b's bytes through all gateways").isLessThanOrEqualTo(ceiling * t + burst);
+            assertThat((double) read).as("and it is served: ≥ half its ceiling").isGreaterThan(ceiling * t / 2);
+        } finally {
+            bs.forEach(DemandClient::close);
+            bClients.forEach(S3Client::close);
+            cli("bandwidth", "set", "--principal", "b:download=default", "--etcd", site.etcd().endpoints());
+        }
+    }
+
+    @Test
+    @Order(8)
+    void badBudgetsAreRefusedNamingTheFieldAndTheLastGoodOneStays() throws Exception {
+        startDemand();
+        awaitSteady();
+        Cli neg = cliOut("bandwidth", "set", "--download", "-5MiB/s", "--etcd", site.etcd().endpoints());
+        assertThat(neg.status()).isNotZero();
+        assertThat(neg.err()).contains("download").doesNotContain("at dev.levee");
+        Cli notSize = cliOut("bandwidth", "set", "--download", "lots", "--etcd", site.etcd().endpoints());
+        assertThat(notSize.status()).isNotZero();
+        assertThat(notSize.err()).contains("'lots' is not an amount of bytes");
+        Cli tiny = cliOut("bandwidth", "set", "--download", "100KiB/s", "--etcd", site.etcd().endpoints());
+        assertThat(tiny.status()).isNotZero();
+        assertThat(tiny.err()).contains("field 'download'").contains("3 gateways");
+        // written behind the CLI's back: every gateway refuses it and keeps 30 MiB/s
+        etcd.getKVClient().put(bytes(EtcdShareStore.budgetKey("/levee")), bytes("download: -5\nupload: lots\n"))
+                .get(5, TimeUnit.SECONDS);
+        await("every gateway refused it").atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+                .untilAsserted(() -> {
+                    for (int i = 0; i < 3; i++) {
+                        assertThat(site.gateway(i).ready().at("/governance/site/budgetRejected").asLong()).isPositive();
+                    }
+                });
+        for (int i = 0; i < 3; i++) {
+            JsonNode r = site.gateway(i).ready();
+            assertThat(r.at("/governance/site/directions/download/budget").asLong()).as("g%d keeps the last good budget", i)
+                    .isEqualTo(B);
+            assertThat(r.at("/status").asText()).isEqualTo("ready");
+        }
+        String log = java.nio.file.Files.readString(DIR.resolve("g0.log"));
+        assertThat(log).contains("site budget refused").contains("field 'download'");
+        assertThat(cli("bandwidth", "set", "--download", "30MiB/s", "--etcd", site.etcd().endpoints())).isZero();
+        awaitSteady();
+    }
+
+    // ------------------------------------------------------------------------------------ helpers
+
+    /** Starts (again) each gateway's demand and the windows. */
+    void startDemand() {
+        demand.forEach(DemandClient::close);
+        demand.clear();
+        for (int i = 0; i < 3; i++) {
+            demand.add(DemandClient.on(s3.get(i), "site", "big").name("g" + i).threads(THREADS).rate(DEMAND[i])
+                    .maxDuration(Duration.ofSeconds(90)).start());
+        }
+        windows = window();
+    }
+
+    ByteWindows window() {
+        return site.egressWindows().observe("etcdSum", () -> {
+            long sum = 0;
+            for (GatewayEntry e : view().entries()) {
+                sum += e.claim(Resource.of(Direction.DOWNLOAD)).share();
+            }
+            return sum;
+        }).start(Duration.ofMillis(50), Duration.ofMillis(100));
+    }
+
+    void awaitSteady() {
+        await("steady shares 5 / 12.5 / 12.5").atMost(Duration.ofSeconds(20)).pollInterval(RENEW).ignoreExceptions()
+                .untilAsserted(() -> assertShares(new long[] {5 * MiB, 25 * MiB / 2, 25 * MiB / 2}, 0.10));
+    }
+
+    /** Each gateway's share within {@code tolerance} of {@code expected} (the first may be up to 10 % above: its +5 %). */
+    void assertShares(long[] expected, double tolerance) throws Exception {
+        for (int i = 0; i < 3; i++) {
+            long s = share(i);
+            assertThat((double) s).as("g%d's share (%s)", i, sharesLine())
+                    .isBetween(expected[i] * (1 - tolerance), expected[i] * (1 + tolerance + (i == 0 ? 0.06 : 0)));
+        }
+    }
+
+    long share(int i) throws Exception {
+        JsonNode d = site.gateway(i).ready().at("/governance/site/directions/download");
+        return d.at("/failingClosed").asBoolean() ? 0 : d.at("/share").asLong();
+    }
+
+    String sharesLine() {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < 3; i++) {
+            try {
+                b.append(String.format(Locale.ROOT, "g%d %.2f ", i, share(i) / (double) MiB));
+            } catch (Exception e) {
+                b.append("g").append(i).append(" ? ");
+            }
+        }
+        return b.append("MiB/s").toString();
+    }
+
+    double utilisation(int seconds) {
+        List<Long> sums = windows.sumWindows();
+        List<Long> last = sums.subList(Math.max(0, sums.size() - seconds), sums.size());
+        double bytes = last.stream().mapToLong(Long::longValue).sum();
+        return bytes / (B * (double) last.size());
+    }
+
+    ShareStore.View view() throws Exception {
+        return new EtcdShareStore(etcd, "/levee").read().toCompletableFuture().get(5, TimeUnit.SECONDS);
+    }
+
+    String incarnation(String gateway) throws Exception {
+        return view().entries().stream().filter(e -> e.gatewayId().equals(gateway)).map(GatewayEntry::incarnation)
+                .reduce((a, b) -> b).orElse(null);
+    }
+
+    record Cli(int status, String out, String err) {
+    }
+
+    static int cli(String... args) {
+        return Main.run(args);
+    }
+
+    static synchronized Cli cliOut(String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream o = new ByteArrayOutputStream();
+        ByteArrayOutputStream e = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(o, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(e, true, StandardCharsets.UTF_8));
+            int status = Main.run(args);
+            return new Cli(status, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+    }
+
+    static ByteSequence bytes(String s) {
+        return ByteSequence.from(s, StandardCharsets.UTF_8);
+    }
+
+    static long ms(long nanos) {
+        return nanos / 1_000_000;
+    }
+}
