@@ -120,7 +120,14 @@ final class BandwidthCommand {
                 throw new IllegalArgumentException("nothing to set: give --download, --upload, --principal-download,"
                         + " --principal-upload or --principal");
             }
-            SiteBudget b = current(c, prefix);
+            SiteBudget b;
+            try {
+                b = current(c, prefix);
+            } catch (SiteBudget.InvalidBudgetException e) {
+                System.err.println("the stored budget is invalid (gateways keep their last good one); fields not given"
+                        + " now are set to 0:\n" + e.getMessage());
+                b = SiteBudget.NONE;
+            }
             Map<String, SiteBudget.Ceilings> ps = new TreeMap<>(b.principals());
             for (String o : overrides) {
                 int colon = o.lastIndexOf(':', o.indexOf('=') < 0 ? o.length() : o.indexOf('='));

@@ -30,14 +30,13 @@ import java.util.concurrent.TimeUnit;
  * site budget keep their local rates.
  *
  * <h2>Demand</h2>
- * Measured per round from the bytes granted since the previous round ({@code used}, bytes/s) and
- * whether requests had to wait for them. A resource whose requests wait and whose grants mostly
- * waited is <em>limited</em>: it asks for {@code max(2 × used, 2 × share, budget / gateways)}, so a
- * newcomer asks for an equal share at once and a busy gateway doubles until it meets the others.
- * Otherwise it asks for {@code used + 5 %}: what it uses, with room to grow. A reported demand
- * rises at once and falls by at most 30 % per round, so that one slow round does not give the
- * share away. Idle: it decays to 0 and the share is given back. docs/site-bandwidth.md explains
- * the choice.
+ * Measured per round from the bytes granted since the previous round and whether requests had to
+ * wait for them; over the last {@value #ROUNDS} rounds, {@code used} is the median rate and the
+ * resource is <em>limited</em> when most rounds were (requests waiting, most bytes granted after a
+ * wait). Limited: it asks for {@code max(2 × used, 2 × share)}, and a newcomer without a share
+ * {@code budget / gateways} at once; a busy gateway doubles until it meets the others. Otherwise
+ * it asks for {@code used + 5 %}. Idle: its median falls to 0 and the share is given back.
+ * docs/site-bandwidth.md explains the choice.
  */
 final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareListener, AutoCloseable {
 
@@ -49,9 +48,9 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     /** Per direction, per principal: {granted, waited} at the previous round (loop thread only). */
     private final Map<Direction, Map<String, long[]>> previous = new EnumMap<>(Direction.class);
     private long previousAt;
-    /** The demand reported last round, by resource (loop thread only). */
-    private final Map<Resource, Long> reported = new HashMap<>();
-    static final int DECAY_PERCENT = 30;
+    /** The last rounds' measurements, newest first, by resource (loop thread only). */
+    private final Map<Resource, Round[]> history = new HashMap<>();
+    static final int ROUNDS = 5;
 
     SiteShares(GovernanceSettings settings, Ticker ticker) {
         this(settings, ticker, null);
@@ -141,43 +140,69 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
                 long ceiling = budget.ceiling(d, id);
                 if (ceiling > 0 && (dg > 0 || waitingNow > 0 || shares.getOrDefault(Resource.of(d, id), 0L) > 0)) {
                     Resource r = Resource.of(d, id);
-                    out.put(r, smooth(r, demand(dg, dw, waitingNow, dt, shares.getOrDefault(r, 0L), ceiling, gateways)));
+                    out.put(r, smooth(r, Round.of(dg, dw, waitingNow, dt), shares.getOrDefault(r, 0L), ceiling, gateways));
                 }
             });
             previous.put(d, next);
             if (directionBudget > 0) {
                 Resource r = Resource.of(d);
-                out.put(r, smooth(r, demand(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt,
-                        shares.getOrDefault(r, 0L), directionBudget, gateways)));
+                out.put(r, smooth(r, Round.of(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt),
+                        shares.getOrDefault(r, 0L), directionBudget, gateways));
             }
         }
-        reported.keySet().retainAll(out.keySet());
+        history.keySet().retainAll(out.keySet());
         return out;
     }
 
     /**
-     * Rises at once, falls by at most {@value #DECAY_PERCENT} % per round: one slow round (a pause,
-     * a client between two requests) does not give the share away; a real drop is followed within a
-     * few rounds.
+     * Reports the demand of {@code r} from its last {@value #ROUNDS} rounds: the median of their
+     * rates (one round filling a new connection's socket buffers, or one slow round, moves it not),
+     * limited when most of them were (or at once for a newcomer without a share).
      */
-    private long smooth(Resource r, long estimate) {
-        long before = reported.getOrDefault(r, 0L);
-        long d = Math.max(estimate, before * (100 - DECAY_PERCENT) / 100);
-        if (d < dev.levee.gateway.site.SiteBudget.MIN_RATE / 2 && estimate == 0) {
-            d = 0; // idle: give the share back
+    private long smooth(Resource r, Round now, long share, long budget, int gateways) {
+        Round[] ring = history.computeIfAbsent(r, k -> new Round[ROUNDS]);
+        System.arraycopy(ring, 0, ring, 1, ROUNDS - 1);
+        ring[0] = now;
+        long[] rates = new long[ROUNDS];
+        int limited = 0;
+        int n = 0;
+        for (Round x : ring) {
+            if (x != null) {
+                rates[n++] = x.used();
+                limited += x.limited() ? 1 : 0;
+            }
         }
-        reported.put(r, d);
-        return d;
+        long[] seen = java.util.Arrays.copyOf(rates, n);
+        java.util.Arrays.sort(seen);
+        long median = seen[n / 2];
+        boolean newcomer = share == 0 && now.limited();
+        return demand(median, newcomer || limited * 2 > n, share, budget, gateways);
     }
 
-    /** The demand estimate of the class comment, bytes/s, ≤ budget. */
-    static long demand(long grantedBytes, long waitedBytes, int waitingNow, long dtNanos, long share, long budget,
-                       int gateways) {
-        long used = (long) (grantedBytes * 1e9 / dtNanos);
-        boolean limited = waitingNow > 0 && (grantedBytes == 0 || waitedBytes * 2 >= grantedBytes);
+    /** One round's measurement of a resource: its rate, bytes/s, and whether it was limited. */
+    record Round(long used, boolean limited) {
+        static Round of(long grantedBytes, long waitedBytes, int waitingNow, long dtNanos) {
+            long used = (long) (grantedBytes * 1e9 / dtNanos);
+            return new Round(used, waitingNow > 0 && (grantedBytes == 0 || waitedBytes * 2 >= grantedBytes));
+        }
+    }
+
+    /**
+     * The demand estimate of the class comment, bytes/s, ≤ budget.
+     *
+     * @param used     the resource's rate, bytes/s
+     * @param limited  whether its requests had to wait for the share
+     * @param share    its share now, bytes/s
+     * @param budget   the resource's budget, bytes/s
+     * @param gateways live gateways
+     */
+    static long demand(long used, boolean limited, long share, long budget, int gateways) {
         long d;
         if (limited) {
-            d = Math.max(Math.max(2 * used, 2 * share), budget / Math.max(1, gateways));
+            d = Math.max(2 * used, 2 * share);
+            if (share == 0) {
+                d = Math.max(d, budget / Math.max(1, gateways)); // a newcomer asks for an equal share at once
+            }
         } else {
             d = used == 0 ? 0 : used + used / 20 + 1;
         }
