@@ -272,10 +272,11 @@ final class DemandClient implements AutoCloseable {
         byte[] buf = new byte[CHUNK_BYTES];
         while (goOn() && started.getAndIncrement() < maxRequests) {
             ResponseInputStream<GetObjectResponse> in = null;
+            boolean whole = false;
             try {
                 in = s3.getObject(b -> b.bucket(bucket).key(key));
                 open.add(in);
-                boolean whole = read(in, buf);
+                whole = read(in, buf);
                 if (whole) {
                     completed.increment();
                 }
@@ -294,7 +295,7 @@ final class DemandClient implements AutoCloseable {
             } finally {
                 if (in != null) {
                     open.remove(in);
-                    if (!goOn()) {
+                    if (!whole) { // closing a body not read to its end would drain it to reuse the connection
                         in.abort();
                     }
                     try {

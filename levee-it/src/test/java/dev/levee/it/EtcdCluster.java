@@ -247,7 +247,10 @@ final class EtcdCluster implements AutoCloseable {
     }
 
     /**
-     * Returns the Raft term that member {@code i} reports, or empty when it does not answer.
+     * Returns the Raft term that member {@code i} reports in its status, or empty when it does not answer.
+     * etcd 3.4 reports the term of the last entry it applied: a new leader's term shows once its first
+     * entry is applied, which on a loaded machine can be a while after it is named leader (seen in
+     * {@code EtcdClusterIT}: equal terms just after the election).
      */
     OptionalLong raftTerm(int i) {
         JsonNode s = running(i) ? status(i) : null;
