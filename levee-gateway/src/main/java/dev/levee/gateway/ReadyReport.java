@@ -187,7 +187,7 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
             GovernorConfig c = g.config();
             GovernorStats s = g.stats();
             return new BandwidthReport(c.rateBytesPerSecond(), c.principalRateBytesPerSecond(),
-                    c.rateBytesPerSecond() > 0 ? GovernorConfig.burstBytes(c.rateBytesPerSecond()) : 0, c.maxWaitingQuanta(), openStreams, s.waitingQuanta(),
+                    c.sharedBurstBytes(), c.maxWaitingQuanta(), openStreams, s.waitingQuanta(),
                     s.principals(), s.grantedBytes(), s.grantedQuanta(), s.refusedQueueFull(), s.refusedOwnershipLost(),
                     s.refusedClosed(), s.refusedPrincipalTable(), s.cancellations());
         }

@@ -217,7 +217,7 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
             if (g == null) {
                 continue;
             }
-            GovernorConfig next = config(settings.governorConfig(d), budget, shares, g);
+            GovernorConfig next = config(settings.governorConfig(d), budget, shares, g, keeper.status().gateways());
             owned = keeper.owned(d);
             if (!next.equals(g.config())) {
                 g.reconfigure(next);
@@ -229,11 +229,14 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
 
     /** The governor configuration for the local one, the budget and the shares. */
     static GovernorConfig config(GovernorConfig local, SiteBudget budget, Map<Resource, Long> shares,
-                                 BandwidthGovernor governor) {
+                                 BandwidthGovernor governor, int gateways) {
         Direction d = local.direction();
         GovernorConfig.Builder b = local.toBuilder();
         if (budget.budget(d) > 0) {
             b.rate(capped(local.rateBytesPerSecond(), shares.getOrDefault(Resource.of(d), 0L)));
+            // the gateways' bursts together within 5 % of the budget: each at most budget / 20 / gateways
+            long cap = budget.budget(d) / 20 / Math.max(1, gateways);
+            b.sharedBurstCap(Math.max(1, Math.min(GovernorConfig.MAX_BURST_BYTES, cap)));
         }
         if (budget.principalCeilings(d)) {
             long defaultCeiling = d == Direction.DOWNLOAD ? budget.principalDownload() : budget.principalUpload();

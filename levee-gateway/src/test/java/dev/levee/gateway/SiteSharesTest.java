@@ -19,14 +19,14 @@ class SiteSharesTest {
     void aDirectionWithABudgetRunsAtItsShareCappedByTheLocalRateAndIsHeldWithoutOne() {
         GovernorConfig local = GovernorConfig.builder(Direction.DOWNLOAD).rate(8 * MiB).principalRate(MiB).build();
         SiteBudget budget = new SiteBudget(30 * MiB, 0, 0, 0, Map.of());
-        assertThat(SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD), 5 * MiB), null)
+        assertThat(SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD), 5 * MiB), null, 3)
                 .rateBytesPerSecond()).isEqualTo(5 * MiB);
-        assertThat(SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD), 12 * MiB), null)
+        assertThat(SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD), 12 * MiB), null, 3)
                 .rateBytesPerSecond()).as("local cap below the share").isEqualTo(8 * MiB);
-        GovernorConfig held = SiteShares.config(local, budget, Map.of(), null);
+        GovernorConfig held = SiteShares.config(local, budget, Map.of(), null, 3);
         assertThat(held.rateBytesPerSecond()).isEqualTo(GovernorConfig.HELD);
         assertThat(held.principalRateBytesPerSecond()).as("principals keep their local rate").isEqualTo(MiB);
-        GovernorConfig up = SiteShares.config(GovernorConfig.of(Direction.UPLOAD, 4 * MiB, 0), budget, Map.of(), null);
+        GovernorConfig up = SiteShares.config(GovernorConfig.of(Direction.UPLOAD, 4 * MiB, 0), budget, Map.of(), null, 3);
         assertThat(up.rateBytesPerSecond()).as("no upload budget: local rate").isEqualTo(4 * MiB);
     }
 
@@ -36,7 +36,7 @@ class SiteSharesTest {
         SiteBudget budget = new SiteBudget(0, 0, 10 * MiB, 0,
                 Map.of("svc-free", new SiteBudget.Ceilings(0L, null), "svc-local", new SiteBudget.Ceilings(20 * MiB, null)));
         GovernorConfig c = SiteShares.config(local, budget, Map.of(Resource.of(Direction.DOWNLOAD, "svc-a"), 3 * MiB,
-                Resource.of(Direction.DOWNLOAD, "svc-local"), 5 * MiB), null);
+                Resource.of(Direction.DOWNLOAD, "svc-local"), 5 * MiB), null, 3);
         assertThat(c.rateBytesPerSecond()).as("no direction budget").isZero();
         assertThat(c.principalRate("svc-new")).as("default ceiling, no share yet").isEqualTo(GovernorConfig.HELD);
         assertThat(c.principalRate("svc-local")).as("share capped by the local rate").isEqualTo(2 * MiB);

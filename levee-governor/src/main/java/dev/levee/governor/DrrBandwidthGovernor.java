@@ -148,8 +148,8 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
         this.ownership = ownership;
         this.observer = observer;
         this.direction = config.direction();
-        this.shared = new TokenBucket(config.rateBytesPerSecond(), ticker.read());
-        this.drrQuantum = GovernorConfig.quantum(config.rateBytesPerSecond(), 0);
+        this.shared = new TokenBucket(config.rateBytesPerSecond(), config.sharedBurstBytes(), ticker.read());
+        this.drrQuantum = config.quantumFor(0);
     }
 
     @Override
@@ -176,7 +176,7 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
                 }
                 long rate = c.principalRate(principalId);
                 p = new Principal(principalId, new TokenBucket(rate, ticker.read()),
-                        GovernorConfig.quantum(c.rateBytesPerSecond(), rate));
+                        c.quantumFor(rate));
                 principals.put(principalId, p);
             }
             return new StreamNode(this, p);
@@ -199,12 +199,12 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
                 return;
             }
             long now = ticker.read();
-            shared.setRate(newConfig.rateBytesPerSecond(), now);
-            drrQuantum = GovernorConfig.quantum(newConfig.rateBytesPerSecond(), 0);
+            shared.setRate(newConfig.rateBytesPerSecond(), newConfig.sharedBurstBytes(), now);
+            drrQuantum = newConfig.quantumFor(0);
             for (Principal p : principals.values()) {
                 long rate = newConfig.principalRate(p.id);
                 p.bucket.setRate(rate, now);
-                p.quantum = GovernorConfig.quantum(newConfig.rateBytesPerSecond(), rate);
+                p.quantum = newConfig.quantumFor(rate);
                 if (p.blocked()) {
                     p.readyAt = now + p.bucket.nanosUntil(headQuantum(p));
                 }

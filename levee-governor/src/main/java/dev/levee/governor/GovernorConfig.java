@@ -23,6 +23,9 @@ import java.util.Objects;
  * @param maxWaitingQuanta            waiting requests allowed per direction (each waits for one
  *                                    quantum at a time); default {@value #DEFAULT_MAX_WAITING_QUANTA}
  * @param maxPrincipals               capacity of the principal table; default {@value #DEFAULT_MAX_PRINCIPALS}
+ * @param sharedBurstCap              the largest burst of the shared bucket, bytes, in [1, 1 MiB]; default
+ *                                    1 MiB. A gateway holding a share of a site budget lowers it, so that the
+ *                                    gateways' bursts together stay within 5 % of the budget (SPEC.md §10)
  */
 public record GovernorConfig(
         Direction direction,
@@ -30,7 +33,8 @@ public record GovernorConfig(
         long principalRateBytesPerSecond,
         Map<String, Long> principalRates,
         int maxWaitingQuanta,
-        int maxPrincipals) {
+        int maxPrincipals,
+        long sharedBurstCap) {
 
     /** The largest quantum, in bytes: 64 KiB. */
     public static final long MAX_QUANTUM_BYTES = 64 * 1024;
@@ -79,10 +83,21 @@ public record GovernorConfig(
         if (maxPrincipals < 1) {
             throw new IllegalArgumentException("maxPrincipals must be ≥ 1, got " + maxPrincipals);
         }
+        if (sharedBurstCap < 1 || sharedBurstCap > MAX_BURST_BYTES) {
+            throw new IllegalArgumentException("sharedBurstCap must be in [1, " + MAX_BURST_BYTES + "] bytes, got "
+                    + sharedBurstCap);
+        }
         if (principalRates.size() > maxPrincipals) {
             throw new IllegalArgumentException("principalRates has " + principalRates.size()
                     + " entries, more than maxPrincipals = " + maxPrincipals);
         }
+    }
+
+    /** A configuration with the default shared burst cap (1 MiB); see the canonical constructor. */
+    public GovernorConfig(Direction direction, long rateBytesPerSecond, long principalRateBytesPerSecond,
+                          Map<String, Long> principalRates, int maxWaitingQuanta, int maxPrincipals) {
+        this(direction, rateBytesPerSecond, principalRateBytesPerSecond, principalRates, maxWaitingQuanta, maxPrincipals,
+                MAX_BURST_BYTES);
     }
 
     /**
@@ -96,7 +111,7 @@ public record GovernorConfig(
     public static GovernorConfig of(Direction direction, long rateBytesPerSecond,
                                     long principalRateBytesPerSecond) {
         return new GovernorConfig(direction, rateBytesPerSecond, principalRateBytesPerSecond, Map.of(),
-                DEFAULT_MAX_WAITING_QUANTA, DEFAULT_MAX_PRINCIPALS);
+                DEFAULT_MAX_WAITING_QUANTA, DEFAULT_MAX_PRINCIPALS, MAX_BURST_BYTES);
     }
 
     /** Returns a builder for {@code direction} with no ceilings and the default bounds. */
@@ -110,7 +125,8 @@ public record GovernorConfig(
                 .rate(rateBytesPerSecond)
                 .principalRate(principalRateBytesPerSecond)
                 .maxWaitingQuanta(maxWaitingQuanta)
-                .maxPrincipals(maxPrincipals);
+                .maxPrincipals(maxPrincipals)
+                .sharedBurstCap(sharedBurstCap);
         b.principalRates.putAll(principalRates);
         return b;
     }
@@ -140,13 +156,19 @@ public record GovernorConfig(
      * burst, principal burst)}, ignoring disabled buckets.
      */
     public long quantumBytes(String principalId) {
-        return quantum(rateBytesPerSecond, principalRate(principalId));
+        return quantumFor(principalRate(principalId));
     }
 
-    static long quantum(long sharedRate, long principalRate) {
+    /** Returns the shared bucket's burst, bytes: {@code min(rate / 10, sharedBurstCap)}; 0 without a ceiling. */
+    public long sharedBurstBytes() {
+        return rateBytesPerSecond > 0 ? Math.min(burstBytes(rateBytesPerSecond), sharedBurstCap) : 0;
+    }
+
+    /** The quantum of a principal of rate {@code principalRate} under this configuration's shared bucket. */
+    long quantumFor(long principalRate) {
         long q = MAX_QUANTUM_BYTES;
-        if (sharedRate > 0) {
-            q = Math.min(q, burstBytes(sharedRate));
+        if (rateBytesPerSecond > 0) {
+            q = Math.min(q, Math.max(1, sharedBurstBytes()));
         }
         if (principalRate > 0) {
             q = Math.min(q, burstBytes(principalRate));
@@ -169,6 +191,7 @@ public record GovernorConfig(
         private final Map<String, Long> principalRates = new HashMap<>();
         private int maxWaitingQuanta = DEFAULT_MAX_WAITING_QUANTA;
         private int maxPrincipals = DEFAULT_MAX_PRINCIPALS;
+        private long sharedBurstCap = MAX_BURST_BYTES;
 
         private Builder(Direction direction) {
             this.direction = Objects.requireNonNull(direction, "direction");
@@ -204,6 +227,12 @@ public record GovernorConfig(
             return this;
         }
 
+        /** Sets the largest burst of the shared bucket, bytes, in [1, 1 MiB]; default 1 MiB. */
+        public Builder sharedBurstCap(long bytes) {
+            this.sharedBurstCap = bytes;
+            return this;
+        }
+
         /**
          * Validates and returns the configuration.
          *
@@ -211,7 +240,7 @@ public record GovernorConfig(
          */
         public GovernorConfig build() {
             return new GovernorConfig(direction, rate, principalRate, principalRates, maxWaitingQuanta,
-                    maxPrincipals);
+                    maxPrincipals, sharedBurstCap);
         }
     }
 }

@@ -22,8 +22,13 @@ final class TokenBucket {
 
     /** Creates a full bucket of {@code rate} bytes/s (0 = disabled, {@link GovernorConfig#HELD} = empty and held) at {@code now}. */
     TokenBucket(long rate, long now) {
+        this(rate, rate > 0 ? GovernorConfig.burstBytes(rate) : 0, now);
+    }
+
+    /** Creates a full bucket of {@code rate} bytes/s with an explicit burst (bytes, ≥ 1 when enabled). */
+    TokenBucket(long rate, long burst, long now) {
         this.rate = rate;
-        this.burst = rate > 0 ? GovernorConfig.burstBytes(rate) : 0;
+        this.burst = rate > 0 ? burst : 0;
         this.capacity = burst * NANOS_PER_SECOND;
         this.credit = capacity;
         this.last = now;
@@ -103,11 +108,16 @@ final class TokenBucket {
      * one that was held starts empty (a site share just obtained earns its bytes, SPEC.md §10).
      */
     void setRate(long newRate, long now) {
+        setRate(newRate, newRate > 0 ? GovernorConfig.burstBytes(newRate) : 0, now);
+    }
+
+    /** Changes the rate and the burst (bytes) at {@code now}; see {@link #setRate(long, long)}. */
+    void setRate(long newRate, long newBurst, long now) {
         refill(now);
         last = now;
         boolean wasDisabled = rate == 0;
         rate = newRate;
-        burst = newRate > 0 ? GovernorConfig.burstBytes(newRate) : 0;
+        burst = newRate > 0 ? newBurst : 0;
         capacity = burst * NANOS_PER_SECOND;
         credit = wasDisabled ? capacity : Math.min(credit, capacity);
     }

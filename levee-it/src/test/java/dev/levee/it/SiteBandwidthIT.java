@@ -69,6 +69,8 @@ class SiteBandwidthIT {
     ByteWindows egress;
     final java.util.concurrent.atomic.AtomicLongArray granted = new java.util.concurrent.atomic.AtomicLongArray(3);
     final long[] grantedRaw = new long[3];
+    /** The slowest answer of each gateway's /health/ready since the windows started: the samples' timing error. */
+    final java.util.concurrent.atomic.AtomicLongArray maxPollNanos = new java.util.concurrent.atomic.AtomicLongArray(3);
     java.util.concurrent.ScheduledExecutorService poller;
 
     @BeforeAll
@@ -80,26 +82,35 @@ class SiteBandwidthIT {
                         "--shutdown-deadline", "2s"));
         etcd = dev.levee.etcd.Etcd.client(site.etcd().endpointList());
         assertThat(cli("bandwidth", "set", "--download", "30MiB/s", "--etcd", site.etcd().endpoints())).isZero();
-        site.backend().putRandom("site", "big", 32 << 20, 7);
+        // large enough that a client at 5 MiB/s starts few GETs: each new response refills the loopback socket
+        // buffers (several MiB) at the gateway's full share, which the gateway rightly sees as demand
+        site.backend().putRandom("site", "big", 96 << 20, 7);
         for (int i = 0; i < 3; i++) {
             s3.add(DemandClient.s3Client(site.gateway(i).endpoint(), KEY_A, SECRET_A, 8, Duration.ofSeconds(60)));
         }
-        poller = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
+        // one poller per gateway, so that a stopped gateway delays only its own samples
+        poller = java.util.concurrent.Executors.newScheduledThreadPool(3, r -> Thread.ofPlatform().daemon()
                 .name("granted-poller").unstarted(r));
-        poller.scheduleAtFixedRate(this::pollGranted, 0, 20, TimeUnit.MILLISECONDS);
+        for (int i = 0; i < 3; i++) {
+            int g = i;
+            poller.scheduleAtFixedRate(() -> pollGranted(g), 0, 20, TimeUnit.MILLISECONDS);
+        }
     }
 
-    void pollGranted() {
-        for (int i = 0; i < 3; i++) {
-            try {
-                long v = site.gateway(i).ready().at("/governance/bandwidth/download/grantedBytes").asLong();
-                long before = grantedRaw[i];
-                long delta = v >= before ? v - before : v; // a restarted gateway counts from 0
-                grantedRaw[i] = v;
-                granted.addAndGet(i, delta);
-            } catch (Exception e) {
-                // stopped or killed: no bytes granted
+    void pollGranted(int i) {
+        long t0 = System.nanoTime();
+        try {
+            long v = site.gateway(i).ready().at("/governance/bandwidth/download/grantedBytes").asLong();
+            long before = grantedRaw[i];
+            long delta = v >= before ? v - before : v; // a restarted gateway counts from 0
+            grantedRaw[i] = v;
+            granted.addAndGet(i, delta);
+            long took = System.nanoTime() - t0;
+            if (took > maxPollNanos.get(i)) {
+                maxPollNanos.set(i, took);
             }
+        } catch (Exception e) {
+            // stopped or killed: it grants nothing
         }
     }
 
@@ -128,7 +139,16 @@ class SiteBandwidthIT {
         System.out.print("SiteBandwidthIT granted bytes per 1 s window (MiB):\n" + windows.table());
         System.out.printf(Locale.ROOT, "SiteBandwidthIT: busiest 1 s: %.2f MiB granted, %.2f MiB through the egress proxies%n",
                 windows.maxSlidingWindowSum() / (double) MiB, egress.maxSlidingWindowSum() / (double) MiB);
-        long bound = (long) (1.05 * B) + QUANTUM * THREADS * demand.size();
+        // a sample is taken when a gateway's answer arrives: an answer slower than the 20 ms period moves bytes
+        // granted before it into the next window (they bunch); that timing error is allowed for, and printed
+        long slowest = 0;
+        for (int i = 0; i < 3; i++) {
+            slowest = Math.max(slowest, maxPollNanos.get(i));
+        }
+        long timing = (long) (B * Math.max(0, slowest - 20_000_000L) / 1e9);
+        long bound = (long) (1.05 * B) + QUANTUM * THREADS * demand.size() + timing;
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT: bound %.2f MiB = 1.05 B + %d quanta + %.2f MiB for samples up to"
+                + " %d ms late%n", bound / (double) MiB, THREADS * demand.size(), timing / (double) MiB, slowest / 1_000_000);
         assertThat(windows.maxSlidingWindowSum()).as("bytes in any 1 s window ≤ 1.05 B + one quantum per stream")
                 .isLessThanOrEqualTo(bound);
         List<ByteWindows.Observation<Long>> sums = windows.observations("etcdSum");
@@ -147,15 +167,17 @@ class SiteBandwidthIT {
     @Order(1)
     void steadyStateSharesAreMaxMinFair() throws Exception {
         startDemand();
-        long[] fair = {5 * MiB, (B - 5 * MiB) / 2, (B - 5 * MiB) / 2};
         // within 5 % of max-min fair: the first gateway asks for what it uses + 5 %, so its share is 5-5.5 MiB/s
+        long t0 = System.nanoTime();
         await("shares within 5 % of 5 / 12.5 / 12.5").atMost(Duration.ofSeconds(20)).pollInterval(RENEW)
-                .ignoreExceptions().untilAsserted(() -> assertShares(fair, 0.05));
+                .ignoreExceptions().untilAsserted(() -> assertFair(0.05));
         long converged = System.nanoTime();
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: within 5 %% of max-min fair %d ms after the clients"
+                + " started: %s%n", ms(converged - t0), sharesLine());
         // and they stay there for 3 renew intervals
-        await("stable").pollDelay(RENEW.multipliedBy(3)).atMost(RENEW.multipliedBy(4)).untilAsserted(() -> assertShares(fair, 0.05));
-        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: %s%n", sharesLine());
-        assertThat(System.nanoTime() - converged).isPositive();
+        for (int k = 0; k < 3; k++) {
+            await("stable").pollDelay(RENEW).atMost(RENEW.multipliedBy(2)).untilAsserted(() -> assertFair(0.05));
+        }
         double util = utilisation(4);
         System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: utilisation Σ bytes / (B − unused demand) over 4 s = %.3f%n", util);
     }
@@ -165,7 +187,7 @@ class SiteBandwidthIT {
     void demandShiftConvergesToEqualShares() throws Exception {
         startDemand();
         await("steady first").atMost(Duration.ofSeconds(20)).pollInterval(RENEW).ignoreExceptions()
-                .untilAsserted(() -> assertShares(new long[] {5 * MiB, 25 * MiB / 2, 25 * MiB / 2}, 0.05));
+                .untilAsserted(() -> assertFair(0.05));
         long t0 = System.nanoTime();
         demand.get(0).setRate(25 * MiB);
         long[] equal = {B / 3, B / 3, B / 3};
@@ -399,6 +421,9 @@ class SiteBandwidthIT {
             w.counter("g" + i, () -> granted.get(g));
         }
         egress = site.egressWindows().start(Duration.ofMillis(50), Duration.ofSeconds(1));
+        for (int i = 0; i < 3; i++) {
+            maxPollNanos.set(i, 0);
+        }
         return w.observe("etcdSum", () -> {
             long sum = 0;
             for (GatewayEntry e : view().entries()) {
@@ -410,15 +435,30 @@ class SiteBandwidthIT {
 
     void awaitSteady() {
         await("steady shares 5 / 12.5 / 12.5").atMost(Duration.ofSeconds(20)).pollInterval(RENEW).ignoreExceptions()
-                .untilAsserted(() -> assertShares(new long[] {5 * MiB, 25 * MiB / 2, 25 * MiB / 2}, 0.10));
+                .untilAsserted(() -> assertFair(0.10));
     }
 
-    /** Each gateway's share within {@code tolerance} of {@code expected} (the first may be up to 10 % above: its +5 %). */
+    /** Each gateway's share within {@code tolerance} of {@code expected}. */
     void assertShares(long[] expected, double tolerance) throws Exception {
         for (int i = 0; i < 3; i++) {
             long s = share(i);
             assertThat((double) s).as("g%d's share (%s)", i, sharesLine())
-                    .isBetween(expected[i] * (1 - tolerance), expected[i] * (1 + tolerance + (i == 0 ? 0.06 : 0)));
+                    .isBetween(expected[i] * (1 - tolerance), expected[i] * (1 + tolerance));
+        }
+    }
+
+    /**
+     * Max-min fair for demands 5 / 20 / 40 MiB/s: g0 holds what it uses, 5 MiB/s, plus the 5 % it asks for
+     * on top and what the loopback socket buffers make it send above its clients' rate (up to 10 %
+     * more); g1 and g2 hold the rest equally, each within {@code tolerance} of {@code (B − g0) / 2}.
+     */
+    void assertFair(double tolerance) throws Exception {
+        long s0 = share(0);
+        assertThat((double) s0).as("g0's share (%s)", sharesLine()).isBetween(5 * MiB * (1 - tolerance), 5 * MiB * 1.05 * 1.10);
+        double rest = (B - s0) / 2.0;
+        for (int i = 1; i < 3; i++) {
+            assertThat((double) share(i)).as("g%d's share (%s)", i, sharesLine())
+                    .isBetween(rest * (1 - tolerance), rest * (1 + tolerance));
         }
     }
 

@@ -66,6 +66,11 @@ public final class EtcdShareStore implements ShareStore {
     }
 
     @Override
+    public String budgetLocation() {
+        return "etcd key " + root + "budget";
+    }
+
+    @Override
     public CompletionStage<Lease> grant(long ttlSeconds) {
         return client.getLeaseClient().grant(ttlSeconds).thenApply(r -> new Lease(r.getID(), r.getTTL()));
     }

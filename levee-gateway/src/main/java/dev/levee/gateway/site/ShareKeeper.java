@@ -51,7 +51,6 @@ import org.slf4j.LoggerFactory;
 public final class ShareKeeper implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ShareKeeper.class);
-    private static final String BUDGET_KEY = "bandwidth/budget";
 
     /**
      * Timing and identity.
@@ -619,7 +618,7 @@ public final class ShareKeeper implements AutoCloseable {
         if (budget != null && Objects.equals(text, budgetText)) {
             return;
         }
-        String where = "etcd key " + BUDGET_KEY;
+        String where = store.budgetLocation();
         try {
             SiteBudget parsed = text == null ? SiteBudget.NONE : SiteBudget.parse(where, text);
             Set<String> ids = new HashSet<>();

@@ -45,6 +45,11 @@ public interface ShareStore {
         LEASE_GONE
     }
 
+    /** Where the budget document is, for messages (e.g. {@code etcd key /levee/bandwidth/budget}). */
+    default String budgetLocation() {
+        return "the budget document";
+    }
+
     /** Grants a lease of {@code ttlSeconds}. */
     CompletionStage<Lease> grant(long ttlSeconds);
 
