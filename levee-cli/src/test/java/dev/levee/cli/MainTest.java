@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -111,6 +112,8 @@ class MainTest {
             gateway --backend 127.0.0.1:9 --check-deadline 0s | must be positive
             client --shutdown-deadline 0ms                  | must be positive
             observer --shutdown-deadline never              | not a duration
+            demo --gateways 9                               | --gateways must be 1-8
+            gateway --backend 127.0.0.1:9 --no-enforce --etcd http://127.0.0.1:1 | --etcd needs --principals FILE
             """)
     void badFlagsGetAClearMessage(String line, String named) {
         Run r = run(line.trim().split("\\s+"));
@@ -179,6 +182,51 @@ class MainTest {
                 "--max-clock-skew", "48h");
         assertThat(tooLong.status()).isNotZero();
         assertThat(tooLong.err()).contains("clock skew must lie between 1s and 24h");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            --lease-ttl 2500ms                      | whole number of seconds
+            --lease-ttl 3s --renew-interval 2s      | at most a third of the lease TTL
+            --lease-drift lots                      | --lease-drift: 'lots' is not a fraction
+            --lease-drift 60%                       | drift must be in [0, 0.5)
+            --gateway-id a/b                        | without spaces or '/'
+            --lease-margin 3s                       | less than half the TTL
+            """)
+    void gatewaySiteLeaseFlagsAreCheckedThroughTheCommandLine(String flags, String named) throws Exception {
+        Path p = write("principals.yaml", "accounts: {}\n");
+        List<String> args = new java.util.ArrayList<>(List.of("gateway", "--backend", "127.0.0.1:9", "--no-enforce",
+                "--principals", p.toString(), "--etcd", "http://127.0.0.1:1"));
+        args.addAll(List.of(flags.trim().split("\\s+")));
+        Run r = run(args.toArray(String[]::new));
+        assertThat(r.status()).isNotZero();
+        assertThat(r.err()).contains(named).doesNotContain("\tat ");
+    }
+
+    @Test
+    void gatewaySiteLeaseFlagsReachTheKeeperWithDocumentedDefaults() throws Exception {
+        Path p = write("principals.yaml", "accounts: {}\n");
+        GatewayCommand defaults = new GatewayCommand();
+        new picocli.CommandLine(defaults).parseArgs("--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString(),
+                "--listen", "127.0.0.1:9100", "--etcd", "http://127.0.0.1:2379,http://127.0.0.1:22379");
+        dev.levee.gateway.SiteSettings site = defaults.options().governance().site();
+        assertThat(site.etcdEndpoints()).containsExactly("http://127.0.0.1:2379", "http://127.0.0.1:22379");
+        assertThat(site.prefix()).isEqualTo("/levee");
+        assertThat(site.keeper()).isEqualTo(new dev.levee.gateway.site.ShareKeeper.Settings("127.0.0.1:9100",
+                java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(1), 0.01, java.time.Duration.ofMillis(100),
+                java.time.Duration.ofSeconds(1), 3));
+        GatewayCommand set = new GatewayCommand();
+        new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString(),
+                "--etcd", "http://127.0.0.1:2379", "--gateway-id", "gw-7", "--lease-ttl", "9s", "--renew-interval", "3s",
+                "--lease-drift", "2%", "--lease-margin", "250ms", "--etcd-prefix", "/site");
+        dev.levee.gateway.SiteSettings s2 = set.options().governance().site();
+        assertThat(s2.keeper()).isEqualTo(new dev.levee.gateway.site.ShareKeeper.Settings("gw-7",
+                java.time.Duration.ofSeconds(9), java.time.Duration.ofSeconds(3), 0.02, java.time.Duration.ofMillis(250),
+                java.time.Duration.ofSeconds(3), 3));
+        assertThat(s2.prefix()).isEqualTo("/site");
+        GatewayCommand none = new GatewayCommand();
+        new picocli.CommandLine(none).parseArgs("--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString());
+        assertThat(none.options().governance().site()).as("no --etcd: no site budgets").isNull();
     }
 
     @Test
