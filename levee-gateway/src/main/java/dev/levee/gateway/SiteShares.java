@@ -33,8 +33,9 @@ import java.util.concurrent.TimeUnit;
  * Measured per round from the bytes granted since the previous round and whether requests had to
  * wait for them; over the last {@value #ROUNDS} rounds, {@code used} is the median rate and the
  * resource is <em>limited</em> when most rounds were (requests waiting, most bytes granted after a
- * wait). Limited: it asks for {@code max(2 × used, 2 × share)}, and a newcomer without a share
- * {@code budget / gateways} at once; a busy gateway doubles until it meets the others. Otherwise
+ * wait). Limited: it asks for {@code 1.5 × max(used, share)}, and a newcomer without a share
+ * {@code budget / gateways} at once; a busy gateway grows by half per round until it meets the
+ * others (gently, because a gateway whose clients' socket buffers are filling looks limited too). Otherwise
  * it asks for {@code used + 5 %}. Idle: its median falls to 0 and the share is given back.
  * docs/site-bandwidth.md explains the choice.
  */
@@ -199,7 +200,7 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     static long demand(long used, boolean limited, long share, long budget, int gateways) {
         long d;
         if (limited) {
-            d = Math.max(2 * used, 2 * share);
+            d = Math.max(used, share) * 3 / 2;
             if (share == 0) {
                 d = Math.max(d, budget / Math.max(1, gateways)); // a newcomer asks for an equal share at once
             }

@@ -45,8 +45,8 @@ class SiteSharesTest {
     @Test
     void demandOfALimitedResourceAsksForMoreAndOfAnUnlimitedOneForWhatItUses() {
         long budget = 30 * MiB;
-        assertThat(SiteShares.demand(5 * MiB, true, 5 * MiB, budget, 3)).isEqualTo(10 * MiB);
-        assertThat(SiteShares.demand(12 * MiB, true, 12 * MiB, budget, 3)).isEqualTo(24 * MiB);
+        assertThat(SiteShares.demand(5 * MiB, true, 5 * MiB, budget, 3)).isEqualTo(15 * MiB / 2);
+        assertThat(SiteShares.demand(12 * MiB, true, 10 * MiB, budget, 3)).isEqualTo(18 * MiB);
         // a newcomer: nothing granted yet, requests waiting: an equal share at once
         assertThat(SiteShares.demand(0, true, 0, budget, 3)).isEqualTo(10 * MiB);
         // not limited: what it uses plus 5 %
