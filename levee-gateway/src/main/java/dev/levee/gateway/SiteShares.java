@@ -118,6 +118,12 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
 
     @Override
     public Map<Resource, Long> demands(SiteBudget budget, Map<Resource, Long> shares, int gateways, long now) {
+        return demands(budget, shares, Map.of(), gateways, now);
+    }
+
+    @Override
+    public Map<Resource, Long> demands(SiteBudget budget, Map<Resource, Long> shares, Map<Resource, Long> free,
+                                       int gateways, long now) {
         long dt = Math.max(1, now - previousAt);
         previousAt = now;
         Map<Resource, Long> out = new HashMap<>();
@@ -147,8 +153,15 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
             previous.put(d, next);
             if (directionBudget > 0) {
                 Resource r = Resource.of(d);
-                out.put(r, smooth(r, Round.of(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt),
-                        shares.getOrDefault(r, 0L), directionBudget, gateways));
+                long d1 = smooth(r, Round.of(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt),
+                        shares.getOrDefault(r, 0L), directionBudget, gateways);
+                long share = shares.getOrDefault(r, 0L);
+                if (d1 > share && share > 0) {
+                    // limited while part of the budget lies unclaimed (a gateway gone): ask for all of it at once;
+                    // max-min fairness splits it among those who ask
+                    d1 = Math.min(directionBudget, Math.max(d1, share + free.getOrDefault(r, 0L)));
+                }
+                out.put(r, d1);
             }
         }
         history.keySet().retainAll(out.keySet());

@@ -316,12 +316,12 @@ class SiteBandwidthIT {
         long returned = System.nanoTime();
         System.out.printf(Locale.ROOT, "SiteBandwidthIT gateway kill: g1's share back with the others %d ms after kill -9"
                 + " (TTL %d ms)%n", ms(returned - kill), TTL.toMillis());
-        assertThat(returned - kill).as("within the lease TTL plus one renew interval").isLessThanOrEqualTo(
-                TTL.plus(RENEW).plusMillis(500).toNanos());
         demand.get(1).close();
         site.gateway(1).restart();
+        assertThat(returned - kill).as("within the lease TTL plus two renew intervals").isLessThanOrEqualTo(
+                TTL.plus(RENEW.multipliedBy(2)).toNanos());
         await("g1 registers a new incarnation").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
-                .until(() -> incarnation("g1") != null);
+                .until(() -> incarnation("g1") != null && !incarnation("g1").equals(oldIncarnation));
         String fresh = incarnation("g1");
         assertThat(fresh).as("a restarted gateway has a new incarnation").isNotEqualTo(oldIncarnation);
         JsonNode r = site.gateway(1).ready();
@@ -362,6 +362,20 @@ class SiteBandwidthIT {
     void aPrincipalsSiteCeilingHoldsAcrossAllGateways() throws Exception {
         long ceiling = 6 * MiB;
         assertThat(cli("bandwidth", "set", "--principal", "b:download=6MiB/s", "--etcd", site.etcd().endpoints())).isZero();
+        // a budget applies from each gateway's next round: wait for two rounds everywhere before b starts
+        long[] rounds = new long[3];
+        for (int i = 0; i < 3; i++) {
+            rounds[i] = site.gateway(i).ready().at("/governance/site/renewalsOk").asLong();
+        }
+        await("two rounds everywhere").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(100)).ignoreExceptions()
+                .until(() -> {
+                    for (int i = 0; i < 3; i++) {
+                        if (site.gateway(i).ready().at("/governance/site/renewalsOk").asLong() < rounds[i] + 2) {
+                            return false;
+                        }
+                    }
+                    return true;
+                });
         windows = window();
         List<S3Client> bClients = new ArrayList<>();
         List<DemandClient> bs = new ArrayList<>();
@@ -539,10 +553,22 @@ class SiteBandwidthIT {
         return new EtcdShareStore(etcd, "/levee").read().toCompletableFuture().get(5, TimeUnit.SECONDS);
     }
 
+    /** The incarnation of {@code gateway}'s newest live entry (an old one may live on until its lease expires). */
     String incarnation(String gateway) throws Exception {
-        return view().entries().stream().filter(e -> e.gatewayId().equals(gateway)).map(GatewayEntry::incarnation)
-                .reduce((a, b) -> b).orElse(null);
+        ShareStore.View v = view();
+        List<GatewayEntry> mine = v.entries().stream().filter(e -> e.gatewayId().equals(gateway)).toList();
+        if (mine.size() == 2 && lastIncarnation.containsKey(gateway)) {
+            return mine.stream().map(GatewayEntry::incarnation).filter(i -> !i.equals(lastIncarnation.get(gateway)))
+                    .findFirst().orElse(null);
+        }
+        String i = mine.isEmpty() ? null : mine.getLast().incarnation();
+        if (i != null) {
+            lastIncarnation.putIfAbsent(gateway, i);
+        }
+        return i;
     }
+
+    final Map<String, String> lastIncarnation = new java.util.concurrent.ConcurrentHashMap<>();
 
     record Cli(int status, String out, String err) {
     }

@@ -119,6 +119,16 @@ public final class ShareKeeper implements AutoCloseable {
          *         principal with a site ceiling that is active here; resources left out demand 0
          */
         Map<Resource, Long> demands(SiteBudget budget, Map<Resource, Long> shares, int gateways, long now);
+
+        /**
+         * Like {@link #demands(SiteBudget, Map, int, long)}, also given what no live gateway holds.
+         *
+         * @param free per resource, the budget minus every live share (this gateway's included), bytes/s, ≥ 0
+         */
+        default Map<Resource, Long> demands(SiteBudget budget, Map<Resource, Long> shares, Map<Resource, Long> free,
+                                            int gateways, long now) {
+            return demands(budget, shares, gateways, now);
+        }
     }
 
     /** Applies shares to the governors; called on the loop whenever shares or ownership change. */
@@ -470,7 +480,16 @@ public final class ShareKeeper implements AutoCloseable {
         long now = ticker.read();
         Map<Resource, Long> current = shares;
         if (roundDemands == null) { // once per round: a conflict's retry reuses it
-            roundDemands = Map.copyOf(demandSource.demands(b, current, gateways, now));
+            Map<Resource, Long> free = new HashMap<>();
+            for (Direction d : Direction.values()) {
+                Resource r = Resource.of(d);
+                long sum = 0;
+                for (GatewayEntry e : view.entries()) {
+                    sum += e.claim(r).share();
+                }
+                free.put(r, Math.max(0, b.budget(r) - sum));
+            }
+            roundDemands = Map.copyOf(demandSource.demands(b, current, free, gateways, now));
             lastDemands = roundDemands;
         }
         Map<Resource, Long> demands = roundDemands;
