@@ -431,7 +431,10 @@ public final class GatewayService implements AutoCloseable {
                 + " principal_upload=" + ByteUnits.formatRate(s.principalUploadRate())
                 + " principal_download=" + ByteUnits.formatRate(s.principalDownloadRate())
                 + " admission=" + s.admission().maxUploadsPerPrincipal() + "/" + s.admission().maxDownloadsPerPrincipal()
-                + " queue=" + s.admission().maxWaiters() + " timeout=" + s.admission().waitTimeoutNanos() / 1_000_000 + "ms";
+                + " queue=" + s.admission().maxWaiters() + " timeout=" + s.admission().waitTimeoutNanos() / 1_000_000 + "ms"
+                + (s.site() == null ? " site=off" : " site=etcd" + s.site().etcdEndpoints() + s.site().prefix()
+                        + " gateway_id=" + s.site().keeper().gatewayId() + " lease_ttl=" + s.site().keeper().ttl().toSeconds()
+                        + "s renew=" + s.site().keeper().renewInterval().toMillis() + "ms");
     }
 
     // ---------------------------------------------------------------- admin listener
