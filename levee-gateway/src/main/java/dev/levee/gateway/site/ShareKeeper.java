@@ -212,6 +212,7 @@ public final class ShareKeeper implements AutoCloseable {
         this.loop = Objects.requireNonNull(loop, "loop");
         this.demandSource = Objects.requireNonNull(demandSource, "demandSource");
         this.listener = Objects.requireNonNull(listener, "listener");
+        this.deadline = ticker.read(); // expired: 0 is not "long ago" on a ticker whose origin is arbitrary
     }
 
     /** Starts the rounds. */
@@ -370,6 +371,8 @@ public final class ShareKeeper implements AutoCloseable {
                 } else {
                     leaseId = lease.id();
                     lastWritten = null;
+                    deadline = ticker.read(); // a new lease: no earlier deadline carries over
+                    wasValid = false;
                     extend(sent, lease.ttlSeconds());
                     renewalsOk.incrementAndGet();
                     LOG.info("site lease {} granted to gateway {} (incarnation {}), TTL {} s", Long.toHexString(lease.id()),
