@@ -185,6 +185,8 @@ public final class ShareKeeper implements AutoCloseable {
     // loop only
     private String budgetText;
     private GatewayEntry lastWritten;
+    /** A write whose outcome is unknown (timed out, failed) may still land: no raise without a write. */
+    private boolean writeInDoubt;
     private long roundGeneration;
     private boolean roundRunning;
     private boolean earlyPending;
@@ -425,6 +427,7 @@ public final class ShareKeeper implements AutoCloseable {
         deadline = ticker.read();
         wasValid = false;
         lastWritten = null;
+        writeInDoubt = false; // a late write under the lost lease is refused (LEASE_GONE)
         shares = Map.of();
         if (budget != null) {
             listener.apply(budget, shares);
@@ -539,7 +542,7 @@ public final class ShareKeeper implements AutoCloseable {
             listener.apply(b, shares);
         }
         GatewayEntry entry = new GatewayEntry(settings.gatewayId(), incarnation, claims);
-        if (own != null && !worthWriting(own, entry)) {
+        if (own != null && !worthWriting(own, entry) && !(writeInDoubt && raisesLocally(target))) {
             raiseLocally(b, target);
             return CompletableFuture.completedFuture(null);
         }
@@ -548,8 +551,10 @@ public final class ShareKeeper implements AutoCloseable {
         }
         boolean guarded = raises;
         CompletableFuture<Void> out = new CompletableFuture<>();
-        timed(store.write(entry, id, guarded, view.guardRevision())).whenComplete((res, e) -> hop(() -> {
+        long entryRevision = own == null ? 0 : view.entryRevision(own);
+        timed(store.write(entry, id, guarded, view.guardRevision(), entryRevision)).whenComplete((res, e) -> hop(() -> {
             if (e != null) {
+                writeInDoubt = true;
                 LOG.debug("site share write failed: {}", e.toString());
                 out.complete(null);
                 return;
@@ -558,6 +563,7 @@ public final class ShareKeeper implements AutoCloseable {
                 case OK -> {
                     writes.incrementAndGet();
                     lastWritten = entry;
+                    writeInDoubt = false; // the entry's revision moved: every earlier write of it is refused
                     if (leaseId == id) {
                         raiseLocally(b, target);
                     }
@@ -578,6 +584,17 @@ public final class ShareKeeper implements AutoCloseable {
             }
         }));
         return out;
+    }
+
+    /** Whether {@link #raiseLocally} would raise a share in use. */
+    private boolean raisesLocally(Map<Resource, Long> target) {
+        Map<Resource, Long> cur = shares;
+        for (Map.Entry<Resource, Long> t : target.entrySet()) {
+            if (t.getValue() > cur.getOrDefault(t.getKey(), 0L)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void raiseLocally(SiteBudget b, Map<Resource, Long> target) {

@@ -42,4 +42,37 @@ class ShareKeeperTest {
         assertThat(n.keeper.owned(Direction.DOWNLOAD)).as("owned past sent + TTL × (1 − ρ) − ε").isFalse();
         assertThat(m.violation()).isNull();
     }
+
+    @Test
+    void lateLoweringWriteCannotUndercutAShareInUse() {
+        // gw-0 holds 30 MiB/s, lowers to 10 locally and writes; that write is delayed 1.5 s (its call times
+        // out). Its demand comes back: the store still shows 30 for it, so it used to raise to 30 again
+        // without a write; the late write then landed, the store said 10, and gw-1 took the other 20 while
+        // gw-0 still used 30. Now the late write is refused (its entry revision is stale) and gw-0 writes
+        // before raising while a write of it is in doubt.
+        SiteModel m = new SiteModel(1, SiteModel.Faults.none(SiteModel.ms(1), SiteModel.ms(1)), true);
+        m.store.setBudget(ShareKeeperModelTest.budget(30 * MIB, 0, 0));
+        SiteModel.Node g0 = node(m, "gw-0", 0);
+        SiteModel.Node g1 = node(m, "gw-1", 123_456_789);
+        g0.demands = Map.of(DOWN, 30 * MIB);
+        g1.demands = Map.of(DOWN, 30 * MIB);
+        boolean[] delayed = {false};
+        m.requestDelay = (id, what) -> {
+            if (id.equals("gw-0") && what.startsWith("write") && m.now() > SiteModel.ms(900) && !delayed[0]) {
+                delayed[0] = true;
+                return SiteModel.ms(1500);
+            }
+            return null;
+        };
+        m.at(0, () -> g0.start(settings("gw-0")));
+        m.at(SiteModel.ms(600), () -> g0.demands = Map.of(DOWN, 10 * MIB));
+        m.at(SiteModel.ms(1200), () -> g0.demands = Map.of(DOWN, 30 * MIB));
+        m.at(SiteModel.ms(2600), () -> g1.start(settings("gw-1")));
+        m.run(SiteModel.ms(6000), 100_000);
+        assertThat(delayed[0]).isTrue();
+        assertThat(m.violation()).isNull();
+        // and they converge to halves
+        assertThat(g0.keeper.shares().get(DOWN)).isEqualTo(15 * MIB);
+        assertThat(g1.keeper.shares().get(DOWN)).isEqualTo(15 * MIB);
+    }
 }

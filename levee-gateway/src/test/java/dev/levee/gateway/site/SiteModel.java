@@ -52,6 +52,8 @@ final class SiteModel {
     private final ArrayDeque<String> history = new ArrayDeque<>();
     private String violation;
     private final boolean checkUse;
+    /** Scripted request delays: (gateway id, call) → delay in ns, or null for the random one. */
+    java.util.function.BiFunction<String, String, Long> requestDelay = (id, what) -> null;
 
     SiteModel(long seed, Faults faults, boolean checkUse) {
         this.rnd = new Random(seed);
@@ -236,12 +238,19 @@ final class SiteModel {
                     entries.add(GatewayEntry.parse(v.value));
                 }
             });
+            Map<String, Long> revisions = new HashMap<>();
+            kv.forEach((k, v) -> {
+                if (k.startsWith("gw/")) {
+                    revisions.put(k.substring(3), v.modRevision);
+                }
+            });
             Kv g = kv.get("guard");
             Kv b = kv.get("budget");
-            return new ShareStore.View(b == null ? null : b.value, entries, g == null ? 0 : g.modRevision);
+            return new ShareStore.View(b == null ? null : b.value, entries, g == null ? 0 : g.modRevision, revisions);
         }
 
-        ShareStore.WriteResult write(GatewayEntry e, long lease, boolean guarded, long guardRevision) {
+        ShareStore.WriteResult write(GatewayEntry e, long lease, boolean guarded, long guardRevision,
+                                     long entryRevision) {
             expire();
             count(guarded ? "write-guarded" : "write");
             if (!leases.containsKey(lease)) {
@@ -252,6 +261,12 @@ final class SiteModel {
             if (guarded && (g == null ? 0 : g.modRevision) != guardRevision) {
                 conflicts++;
                 note("store: write " + e.keySuffix() + " → CONFLICT");
+                return ShareStore.WriteResult.CONFLICT;
+            }
+            Kv own = kv.get("gw/" + e.keySuffix());
+            if ((own == null ? 0 : own.modRevision) != entryRevision) {
+                note("store: write " + e.keySuffix() + " " + e.claims() + " → CONFLICT (entry at rev "
+                        + (own == null ? 0 : own.modRevision) + ", not " + entryRevision + ")");
                 return ShareStore.WriteResult.CONFLICT;
             }
             revision++;
@@ -334,8 +349,7 @@ final class SiteModel {
             loop = new NodeLoop(this);
             incarnations++;
             keeper = new ShareKeeper(settings, new Link(this, loop), this, loop,
-                    (budget, shares, gateways, t) -> demands, (budget, shares) -> {
-                    });
+                    (budget, shares, gateways, t) -> demands, (budget, shares) -> note(id + ": in use " + shares));
             note(id + ": start incarnation " + keeper.incarnation().substring(0, 8));
             keeper.start();
         }
@@ -408,7 +422,11 @@ final class SiteModel {
                 note(node.id + ": " + what + " lost on the way");
                 return reply;
             }
-            at(now + delay(), () -> {
+            Long scripted = requestDelay.apply(node.id, what);
+            if (scripted != null) {
+                note(node.id + ": " + what + " delayed " + scripted / 1_000_000 + " ms");
+            }
+            at(now + (scripted != null ? scripted : delay()), () -> {
                 T result = op.get();
                 if (rnd.nextDouble() < faults.replyLoss) {
                     note(node.id + ": reply to " + what + " lost");
@@ -435,8 +453,10 @@ final class SiteModel {
         }
 
         @Override
-        public CompletionStage<WriteResult> write(GatewayEntry entry, long leaseId, boolean guarded, long guardRevision) {
-            return call("write " + entry.claims(), () -> store.write(entry, leaseId, guarded, guardRevision));
+        public CompletionStage<WriteResult> write(GatewayEntry entry, long leaseId, boolean guarded, long guardRevision,
+                                                  long entryRevision) {
+            return call("write " + entry.claims(), () -> store.write(entry, leaseId, guarded, guardRevision,
+                    entryRevision));
         }
 
         @Override
