@@ -111,6 +111,49 @@ class ShareKeeperModelTest {
         return m;
     }
 
+    @Property(tries = 100)
+    void withoutFaultsSharesConvergeToMaxMinFairWithinFiveRenewIntervals(
+            @ForAll @IntRange(min = 2, max = 6) int gateways, @ForAll long seed) {
+        SiteModel m = new SiteModel(seed, SiteModel.Faults.none(SiteModel.ms(0.5), SiteModel.ms(5)), true);
+        Random rnd = m.rnd;
+        SiteBudget b = budget(30 * MIB, 10 * MIB, 8 * MIB);
+        m.store.setBudget(b);
+        for (int i = 0; i < gateways; i++) {
+            SiteModel.Node n = m.addNode("gw-" + i, (rnd.nextDouble() * 2 - 1) * RHO * 0.999, rnd.nextLong());
+            n.demands = randomDemands(rnd, b);
+            m.at(rnd.nextInt((int) RENEW.toMillis()) * 1_000_000L,
+                    () -> n.start(SiteModel.settings(n.id, TTL, RENEW, RHO, MARGIN, CALL_TIMEOUT)));
+        }
+        long converged = RENEW.toNanos() * 6; // the last start + 5 intervals
+        m.run(converged, 100_000);
+        for (int k = 0; k < 10; k++) { // and it stays there
+            m.run(converged + k * RENEW.toNanos(), 100_000);
+            assertThat(unfairness(m)).as("after %d intervals", 6 + k).isEmpty();
+        }
+        assertThat(m.violation()).isNull();
+    }
+
+    /** Gateways whose share is more than 5 % off its max-min fair share (of the true demands), per resource. */
+    static List<String> unfairness(SiteModel m) {
+        List<String> off = new ArrayList<>();
+        for (Resource r : m.budgeted()) {
+            long budget = m.store.budget.budget(r);
+            long[] demands = new long[m.nodes.size()];
+            for (int i = 0; i < demands.length; i++) {
+                demands[i] = Math.min(budget, m.nodes.get(i).demands.getOrDefault(r, 0L));
+            }
+            long[] fair = MaxMinFair.allocate(budget, demands);
+            for (int i = 0; i < demands.length; i++) {
+                ShareKeeper k = m.nodes.get(i).keeper;
+                long s = k == null || !k.owned(r.direction()) ? 0 : k.shares().getOrDefault(r, 0L);
+                if (Math.abs(s - fair[i]) > Math.max(1, fair[i] / 20)) {
+                    off.add(m.nodes.get(i).id + " " + r + ": " + s + " for a fair " + fair[i]);
+                }
+            }
+        }
+        return off;
+    }
+
     /** Replays one case and prints its history: {@code gateways requestLoss replyLoss longDelay crashes pauses seed}. */
     public static void main(String[] a) {
         if (a[0].equals("sweep")) { // sweep <tries> <first seed>: random cases, prints the failing ones
