@@ -63,13 +63,20 @@ class ShareKeeperModelTest {
     /** One run of 20 s (model time) with the given faults; returns the model, its violation if any. */
     static SiteModel faultyRun(int gateways, double requestLoss, double replyLoss, double longDelay, boolean crashes,
                                boolean pauses, long seed) {
+        return faultyRun(gateways, requestLoss, replyLoss, longDelay, crashes, pauses, seed, Duration.ofSeconds(20),
+                Duration.ofSeconds(20));
+    }
+
+    /** Faults (and demand and budget changes) until {@code faultsEnd}, then none; runs until {@code runEnd}. */
+    static SiteModel faultyRun(int gateways, double requestLoss, double replyLoss, double longDelay, boolean crashes,
+                               boolean pauses, long seed, Duration faultsEnd, Duration runEnd) {
         SiteModel.Faults faults = new SiteModel.Faults(requestLoss, replyLoss, SiteModel.ms(0.5), SiteModel.ms(30),
                 longDelay, TTL.toNanos() * 3 / 2);
         SiteModel m = new SiteModel(seed, faults, true);
         Random rnd = m.rnd;
         SiteBudget b = budget(30 * MIB, 10 * MIB, 8 * MIB);
         m.store.setBudget(b);
-        long end = Duration.ofSeconds(20).toNanos();
+        long end = faultsEnd.toNanos();
         for (int i = 0; i < gateways; i++) {
             double drift = (rnd.nextDouble() * 2 - 1) * RHO * 0.999;
             long origin = rnd.nextInt(3) == 0 ? Long.MAX_VALUE - rnd.nextInt(1_000_000_000) : rnd.nextLong();
@@ -107,7 +114,8 @@ class ShareKeeperModelTest {
                 });
             }
         }
-        m.run(end, 200_000);
+        m.at(end, () -> m.faults = SiteModel.Faults.none(SiteModel.ms(0.5), SiteModel.ms(30)));
+        m.run(runEnd.toNanos(), 400_000);
         return m;
     }
 
@@ -131,6 +139,28 @@ class ShareKeeperModelTest {
             assertThat(unfairness(m)).as("after %d intervals", 6 + k).isEmpty();
         }
         assertThat(m.violation()).isNull();
+    }
+
+    @Property(tries = 50)
+    void afterFaultsEndSharesConvergeAgain(
+            @ForAll @IntRange(min = 2, max = 6) int gateways,
+            @ForAll @DoubleRange(min = 0, max = 0.3) double requestLoss,
+            @ForAll @DoubleRange(min = 0, max = 0.3) double replyLoss,
+            @ForAll @DoubleRange(min = 0, max = 0.1) double longDelay,
+            @ForAll boolean crashes,
+            @ForAll boolean pauses,
+            @ForAll long seed) {
+        // faults end at 10 s; restarts come within 2 TTL, pauses end within 1.5 TTL, late messages within 1.5
+        // TTL, leases of crashed incarnations expire within a TTL: by 10 s + 4.5 TTL = 19 s all is quiet, then
+        // 5 renew intervals
+        SiteModel m = faultyRun(gateways, requestLoss, replyLoss, longDelay, crashes, pauses, seed,
+                Duration.ofSeconds(10), Duration.ofMillis(21_500));
+        assertThat(m.violation()).as("invariant").isNull();
+        assertThat(m.nodes).allSatisfy(n -> assertThat(n.keeper).as(n.id + " running").isNotNull());
+        for (int k = 0; k < 6; k++) {
+            m.run(Duration.ofMillis(21_500).toNanos() + k * RENEW.toNanos(), 100_000);
+            assertThat(unfairness(m)).as("%d intervals after quiet", 5 + k).isEmpty();
+        }
     }
 
     /** Gateways whose share is more than 5 % off its max-min fair share (of the true demands), per resource. */

@@ -46,12 +46,15 @@ final class SiteModel {
     private long now;
     private long events;
     final Random rnd;
-    final Faults faults;
+    /** The network's faults; may be changed between events (for example to end them). */
+    Faults faults;
     final Store store = new Store();
     final List<Node> nodes = new ArrayList<>();
     private final ArrayDeque<String> history = new ArrayDeque<>();
     private String violation;
     private final boolean checkUse;
+    /** Whether to keep the recent history (off in large simulations). */
+    boolean notes = true;
     /** Scripted request delays: (gateway id, call) → delay in ns, or null for the random one. */
     java.util.function.BiFunction<String, String, Long> requestDelay = (id, what) -> null;
 
@@ -98,6 +101,9 @@ final class SiteModel {
     }
 
     void note(String what) {
+        if (!notes) {
+            return;
+        }
         if (history.size() >= 80) {
             history.removeFirst();
         }
@@ -167,7 +173,7 @@ final class SiteModel {
 
     /** etcd's semantics as far as ShareKeeper uses them; every operation at one instant of the true clock. */
     final class Store {
-        private record Kv(String value, long modRevision, long lease) {
+        private record Kv(String value, GatewayEntry entry, long modRevision, long lease) {
         }
 
         private final TreeMap<String, Kv> kv = new TreeMap<>();
@@ -185,7 +191,7 @@ final class SiteModel {
         void setBudget(SiteBudget b) {
             expire();
             budget = b;
-            kv.put("budget", new Kv(b.toYaml(), ++revision, 0));
+            kv.put("budget", new Kv(b.toYaml(), null, ++revision, 0));
             note("store: budget " + b.download() + "/" + b.upload() + " rev " + revision);
             checkStore();
         }
@@ -235,7 +241,7 @@ final class SiteModel {
             List<GatewayEntry> entries = new ArrayList<>();
             kv.forEach((k, v) -> {
                 if (k.startsWith("gw/")) {
-                    entries.add(GatewayEntry.parse(v.value));
+                    entries.add(v.entry);
                 }
             });
             Map<String, Long> revisions = new HashMap<>();
@@ -271,9 +277,9 @@ final class SiteModel {
             }
             revision++;
             if (guarded) {
-                kv.put("guard", new Kv(e.keySuffix(), revision, 0));
+                kv.put("guard", new Kv(e.keySuffix(), null, revision, 0));
             }
-            kv.put("gw/" + e.keySuffix(), new Kv(e.toJson(), revision, lease));
+            kv.put("gw/" + e.keySuffix(), new Kv(e.toJson(), GatewayEntry.parse(e.toJson()), revision, lease));
             note("store: write " + (guarded ? "guarded " : "") + e.keySuffix() + " " + e.claims() + " rev " + revision);
             checkStore();
             return ShareStore.WriteResult.OK;
@@ -293,7 +299,7 @@ final class SiteModel {
                 long sum = 0;
                 for (Map.Entry<String, Kv> e : kv.entrySet()) {
                     if (e.getKey().startsWith("gw/")) {
-                        sum += GatewayEntry.parse(e.getValue().value).claim(r).share();
+                        sum += e.getValue().entry.claim(r).share();
                     }
                 }
                 if (sum > budget.budget(r)) {
@@ -309,7 +315,7 @@ final class SiteModel {
             Map<String, Long> out = new TreeMap<>();
             kv.forEach((k, v) -> {
                 if (k.startsWith("gw/")) {
-                    out.put(k.substring(3), GatewayEntry.parse(v.value).claim(r).share());
+                    out.put(k.substring(3), v.entry.claim(r).share());
                 }
             });
             return out;

@@ -1,0 +1,14 @@
+package dev.levee.gateway;
+
+/** Opens {@link SiteShares#demand} to the site simulation (test code only). */
+public final class SiteDemandProbe {
+
+    private SiteDemandProbe() {
+    }
+
+    /** {@link SiteShares#demand}, bytes/s. */
+    public static long demand(long grantedBytes, long waitedBytes, int waitingNow, long dtNanos, long share, long budget,
+                              int gateways) {
+        return SiteShares.demand(grantedBytes, waitedBytes, waitingNow, dtNanos, share, budget, gateways);
+    }
+}
