@@ -5,14 +5,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 import org.junit.jupiter.api.Test;
 
 /**
- * The simulated site of {@link SiteSimulation}, small by default (20 gateways); the 200-gateway
- * figures of docs/BENCHMARKS.md come from {@code -Dlevee.site.simulation.gateways=200}.
+ * The simulated site of {@link SiteSimulation}, small by default (20 gateways). The figures of
+ * docs/BENCHMARKS.md come from {@code -Dlevee.site.simulation="200 estimated 1 0.5 2 10"} (the
+ * arguments of {@link SiteSimulation#main}: gateways, oracle|estimated, seed, least and largest
+ * one-way delay in ms, start spread in ms), which prints that one run's report.
  */
 class SiteSimulationTest {
 
     @Test
     void manyGatewaysConvergeAndKeepStoreRequestsLowAtSteadyState() {
-        int n = Integer.getInteger("levee.site.simulation.gateways", 20);
+        String args = System.getProperty("levee.site.simulation");
+        if (args != null && !args.isBlank()) {
+            SiteSimulation.main(args.trim().split("\\s+"));
+            return;
+        }
+        int n = 20;
         for (boolean estimated : new boolean[] {false, true}) {
             SiteSimulation.Report r = SiteSimulation.run(n, estimated, 1);
             System.out.print(r.render());
