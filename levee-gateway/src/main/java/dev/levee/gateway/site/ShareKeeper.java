@@ -62,7 +62,8 @@ public final class ShareKeeper implements AutoCloseable {
      * @param drift           ρ, the largest relative drift between this clock and the store's; default 0.01
      * @param margin          ε, subtracted from every deadline; default 100 ms
      * @param callTimeout     longest wait for one store call; default: the renew interval
-     * @param conflictRetries raising writes retried at once after a conflict, per round; default 3
+     * @param conflictRetries raising writes retried at once after a conflict, per round, while the round is
+     *                        less than a renew interval old; default 3
      */
     public record Settings(String gatewayId, Duration ttl, Duration renewInterval, double drift, Duration margin,
                            Duration callTimeout, int conflictRetries) {
@@ -571,7 +572,10 @@ public final class ShareKeeper implements AutoCloseable {
                 }
                 case CONFLICT -> {
                     conflicts.incrementAndGet();
-                    if (retriesLeft > 0 && !closed) {
+                    // retry at once, but not past a renew interval: the lease is renewed only at a round's
+                    // start, and a slow store's retries must not outlast the TTL (the next round starts at once)
+                    boolean early = ticker.read() - lastRoundStart < settings.renewInterval().toNanos();
+                    if (retriesLeft > 0 && !closed && early) {
                         readAndDivide(retriesLeft - 1).whenComplete((v, e2) -> out.complete(null));
                     } else {
                         out.complete(null);

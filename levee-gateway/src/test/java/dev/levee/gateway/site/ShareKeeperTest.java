@@ -75,4 +75,32 @@ class ShareKeeperTest {
         assertThat(g0.keeper.shares().get(DOWN)).isEqualTo(15 * MIB);
         assertThat(g1.keeper.shares().get(DOWN)).isEqualTo(15 * MIB);
     }
+
+    @Test
+    void slowStoreAnsweringWithinTheCallTimeoutDoesNotCostTheLease() {
+        // Every answer takes 0.8–0.98 s (one way 400–490 ms), within the 1 s call timeout; six gateways
+        // raise at once and conflict. A round renews once, at its start: with 3 conflict retries it took
+        // up to keep-alive + 4 × (read + write) ≈ 8 s, past the 5 s TTL, so etcd expired leases that were
+        // renewed as fast as etcd answered, and gateways failed closed. Retries now stop once the round is a
+        // renew interval old (the next round, which renews first, starts at once).
+        SiteModel m = new SiteModel(1, SiteModel.Faults.none(SiteModel.ms(400), SiteModel.ms(490)), false);
+        m.notes = false;
+        long budget = 1L << 31;
+        m.store.setBudget(new SiteBudget(budget, 0, 0, 0, Map.of()));
+        for (int i = 0; i < 6; i++) {
+            SiteModel.Node n = node(m, "gw-" + i, i * 1_000_000_007L);
+            n.demands = Map.of(DOWN, budget / 6 * (1 + i % 3));
+            m.at(i * 1_000_000L, () -> n.start(ShareKeeper.Settings.defaults(n.id)));
+        }
+        int closed = 0;
+        for (long t = 5_000_000_000L; t < 60_000_000_000L; t += 100_000_000L) {
+            m.run(t, Long.MAX_VALUE);
+            for (SiteModel.Node n : m.nodes) {
+                closed += n.keeper.owned(Direction.DOWNLOAD) ? 0 : 1;
+            }
+        }
+        assertThat(m.nodes).allSatisfy(n -> assertThat(n.keeper.status().leaseLosses()).as(n.id + " lease losses")
+                .isZero());
+        assertThat(closed).as("samples failing closed after 5 s").isZero();
+    }
 }
