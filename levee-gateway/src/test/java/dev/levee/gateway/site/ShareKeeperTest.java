@@ -103,4 +103,32 @@ class ShareKeeperTest {
                 .isZero());
         assertThat(closed).as("samples failing closed after 5 s").isZero();
     }
+
+    @Test
+    void budgetDecreaseHoldsOnceEveryGatewayHasDoneARoundAfterIt() {
+        // The documented rule (docs/decisions.md): a decrease does not move the guard; Σ ≤ the new budget
+        // once every gateway has finished a round that started after it, and from then on at every revision.
+        SiteModel m = new SiteModel(1, SiteModel.Faults.none(SiteModel.ms(1), SiteModel.ms(3)), true);
+        m.store.setBudget(ShareKeeperModelTest.budget(30 * MIB, 0, 0));
+        for (int i = 0; i < 3; i++) {
+            SiteModel.Node n = node(m, "gw-" + i, -i * 7_000_000_000L);
+            n.demands = Map.of(DOWN, 30 * MIB);
+            m.at(i * 150_000_000L, () -> n.start(settings(n.id)));
+        }
+        m.run(SiteModel.ms(3300), 100_000);
+        assertThat(m.store.shares(DOWN).values()).containsOnly(10 * MIB);
+        m.checkUseAtEvents = false;
+        m.store.checkRevisions = false;
+        m.store.setBudget(ShareKeeperModelTest.budget(15 * MIB, 0, 0));
+        m.run(SiteModel.ms(3300) + 2 * RENEW.toNanos() + SiteModel.ms(50), 100_000); // every gateway's next round
+        assertThat(m.store.shares(DOWN).values().stream().mapToLong(Long::longValue).sum()).isLessThanOrEqualTo(15 * MIB);
+        m.checkUse();
+        m.store.checkStore();
+        m.checkUseAtEvents = true;
+        m.store.checkRevisions = true;
+        m.at(SiteModel.ms(5000), () -> m.nodes.get(0).demands = Map.of(DOWN, MIB)); // and raises stay within it
+        m.run(SiteModel.ms(10_000), 100_000);
+        assertThat(m.violation()).isNull();
+        assertThat(m.store.shares(DOWN).values()).containsExactlyInAnyOrder(MIB, 7 * MIB, 7 * MIB);
+    }
 }

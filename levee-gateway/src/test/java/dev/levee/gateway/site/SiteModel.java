@@ -87,7 +87,7 @@ final class SiteModel {
             now = e.at;
             events++;
             e.run.run();
-            if (checkUse) {
+            if (checkUse && checkUseAtEvents) {
                 checkUse();
             }
         }
@@ -147,6 +147,9 @@ final class SiteModel {
         }
         return out;
     }
+
+    /** Whether {@link #checkUse} runs at every event (off while a budget decrease takes effect). */
+    boolean checkUseAtEvents = true;
 
     /** Σ of shares that gateways may use at this instant ≤ the budget, per resource. */
     void checkUse() {
@@ -293,8 +296,14 @@ final class SiteModel {
             }
         }
 
+        /** Whether {@link #checkStore} runs at every revision (off while a budget decrease takes effect). */
+        boolean checkRevisions = true;
+
         /** Σ live shares ≤ budget at this revision, per resource. */
         void checkStore() {
+            if (!checkRevisions) {
+                return;
+            }
             for (Resource r : budgeted()) {
                 long sum = 0;
                 for (Map.Entry<String, Kv> e : kv.entrySet()) {
