@@ -102,12 +102,8 @@ public final class EtcdShareStore implements ShareStore {
                     guard = kv.getModRevision();
                 } else if (key.startsWith(gatewaysPrefix)) {
                     try {
-                        GatewayEntry e = GatewayEntry.parse(string(kv.getValue()));
-                        if (!key.equals(gatewaysPrefix + e.keySuffix())) {
-                            throw new IllegalArgumentException("its gateway and incarnation do not match the key");
-                        }
-                        entries.add(e);
-                        revisions.put(e.keySuffix(), kv.getModRevision());
+                        entries.add(GatewayEntry.parse(string(kv.getValue())));
+                        revisions.put(key.substring(gatewaysPrefix.length()), kv.getModRevision());
                     } catch (IllegalArgumentException e) {
                         LOG.warn("etcd key {}: not a gateway entry ({}); ignored", key, e.getMessage());
                     }
