@@ -12,7 +12,9 @@ import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -27,7 +29,9 @@ import org.slf4j.LoggerFactory;
  *   transaction {@code if mod_revision(guard) = r then put(guard), put(entry)}, where {@code r}
  *   is the guard's revision in the read the new share was computed from;</li>
  *   <li>{@code gateways/<gatewayId>/<incarnation>} — each gateway's {@link GatewayEntry}, attached
- *   to its etcd lease, so etcd deletes it when the lease expires.</li>
+ *   to its etcd lease, so etcd deletes it when the lease expires. Every write of it is a
+ *   transaction conditional on the key's mod revision in the read it was computed from (0 when
+ *   absent), so that a late request cannot overwrite a newer entry.</li>
  * </ul>
  * One range read returns all three at one revision.
  */
@@ -94,6 +98,7 @@ public final class EtcdShareStore implements ShareStore {
             String budget = null;
             long guard = 0;
             List<GatewayEntry> entries = new ArrayList<>();
+            Map<String, Long> revisions = new HashMap<>();
             for (KeyValue kv : r.getKvs()) {
                 String key = string(kv.getKey());
                 if (kv.getKey().equals(budgetKey)) {
@@ -103,28 +108,32 @@ public final class EtcdShareStore implements ShareStore {
                 } else if (key.startsWith(gatewaysPrefix)) {
                     try {
                         entries.add(GatewayEntry.parse(string(kv.getValue())));
+                        revisions.put(key.substring(gatewaysPrefix.length()), kv.getModRevision());
                     } catch (IllegalArgumentException e) {
                         LOG.warn("etcd key {}: not a gateway entry ({}); ignored", key, e.getMessage());
                     }
                 }
             }
-            return new View(budget, entries, guard);
+            return new View(budget, entries, guard, revisions);
         });
     }
 
     @Override
-    public CompletionStage<WriteResult> write(GatewayEntry entry, long leaseId, boolean guarded, long guardRevision) {
+    public CompletionStage<WriteResult> write(GatewayEntry entry, long leaseId, boolean guarded, long guardRevision,
+                                              long entryRevision) {
         ByteSequence key = bytes(gatewaysPrefix + entry.keySuffix());
         ByteSequence value = bytes(entry.toJson());
         PutOption withLease = PutOption.builder().withLeaseId(leaseId).build();
+        Cmp own = new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(entryRevision));
         CompletableFuture<WriteResult> f;
         if (guarded) {
             f = client.getKVClient().txn()
-                    .If(new Cmp(guardKey, Cmp.Op.EQUAL, CmpTarget.modRevision(guardRevision)))
+                    .If(own, new Cmp(guardKey, Cmp.Op.EQUAL, CmpTarget.modRevision(guardRevision)))
                     .Then(Op.put(guardKey, bytes(entry.keySuffix()), PutOption.DEFAULT), Op.put(key, value, withLease))
                     .commit().thenApply(r -> r.isSucceeded() ? WriteResult.OK : WriteResult.CONFLICT);
         } else {
-            f = client.getKVClient().put(key, value, withLease).thenApply(r -> WriteResult.OK);
+            f = client.getKVClient().txn().If(own).Then(Op.put(key, value, withLease))
+                    .commit().thenApply(r -> r.isSucceeded() ? WriteResult.OK : WriteResult.CONFLICT);
         }
         return f.handle((r, e) -> {
             if (e == null) {

@@ -61,7 +61,8 @@ public final class ShareKeeper implements AutoCloseable {
      * @param drift           ρ, the largest relative drift between this clock and the store's; default 0.01
      * @param margin          ε, subtracted from every deadline; default 100 ms
      * @param callTimeout     longest wait for one store call; default: the renew interval
-     * @param conflictRetries raising writes retried at once after a conflict, per round; default 3
+     * @param conflictRetries raising writes retried at once after a conflict, per round, while the round is
+     *                        less than a renew interval old; default 3
      */
     public record Settings(String gatewayId, Duration ttl, Duration renewInterval, double drift, Duration margin,
                            Duration callTimeout, int conflictRetries) {
@@ -194,6 +195,8 @@ public final class ShareKeeper implements AutoCloseable {
     // loop only
     private String budgetText;
     private GatewayEntry lastWritten;
+    /** A write whose outcome is unknown (timed out, failed) may still land: no raise without a write. */
+    private boolean writeInDoubt;
     private long roundGeneration;
     private boolean roundRunning;
     private boolean earlyPending;
@@ -221,6 +224,7 @@ public final class ShareKeeper implements AutoCloseable {
         this.loop = Objects.requireNonNull(loop, "loop");
         this.demandSource = Objects.requireNonNull(demandSource, "demandSource");
         this.listener = Objects.requireNonNull(listener, "listener");
+        this.deadline = ticker.read(); // expired: 0 is not "long ago" on a ticker whose origin is arbitrary
     }
 
     /** Starts the rounds. */
@@ -379,6 +383,8 @@ public final class ShareKeeper implements AutoCloseable {
                 } else {
                     leaseId = lease.id();
                     lastWritten = null;
+                    deadline = ticker.read(); // a new lease: no earlier deadline carries over
+                    wasValid = false;
                     extend(sent, lease.ttlSeconds());
                     renewalsOk.incrementAndGet();
                     LOG.info("site lease {} granted to gateway {} (incarnation {}), TTL {} s", Long.toHexString(lease.id()),
@@ -431,6 +437,7 @@ public final class ShareKeeper implements AutoCloseable {
         deadline = ticker.read();
         wasValid = false;
         lastWritten = null;
+        writeInDoubt = false; // a late write under the lost lease is refused (LEASE_GONE)
         shares = Map.of();
         if (budget != null) {
             listener.apply(budget, shares);
@@ -554,7 +561,7 @@ public final class ShareKeeper implements AutoCloseable {
             listener.apply(b, shares);
         }
         GatewayEntry entry = new GatewayEntry(settings.gatewayId(), incarnation, claims);
-        if (own != null && !worthWriting(own, entry)) {
+        if (own != null && !worthWriting(own, entry) && !(writeInDoubt && raisesLocally(target))) {
             raiseLocally(b, target);
             return CompletableFuture.completedFuture(null);
         }
@@ -563,8 +570,10 @@ public final class ShareKeeper implements AutoCloseable {
         }
         boolean guarded = raises;
         CompletableFuture<Void> out = new CompletableFuture<>();
-        timed(store.write(entry, id, guarded, view.guardRevision())).whenComplete((res, e) -> hop(() -> {
+        long entryRevision = own == null ? 0 : view.entryRevision(own);
+        timed(store.write(entry, id, guarded, view.guardRevision(), entryRevision)).whenComplete((res, e) -> hop(() -> {
             if (e != null) {
+                writeInDoubt = true;
                 LOG.debug("site share write failed: {}", e.toString());
                 out.complete(null);
                 return;
@@ -573,6 +582,7 @@ public final class ShareKeeper implements AutoCloseable {
                 case OK -> {
                     writes.incrementAndGet();
                     lastWritten = entry;
+                    writeInDoubt = false; // the entry's revision moved: every earlier write of it is refused
                     if (leaseId == id) {
                         raiseLocally(b, target);
                     }
@@ -580,7 +590,10 @@ public final class ShareKeeper implements AutoCloseable {
                 }
                 case CONFLICT -> {
                     conflicts.incrementAndGet();
-                    if (retriesLeft > 0 && !closed) {
+                    // retry at once, but not past a renew interval: the lease is renewed only at a round's
+                    // start, and a slow store's retries must not outlast the TTL (the next round starts at once)
+                    boolean early = ticker.read() - lastRoundStart < settings.renewInterval().toNanos();
+                    if (retriesLeft > 0 && !closed && early) {
                         readAndDivide(retriesLeft - 1).whenComplete((v, e2) -> out.complete(null));
                     } else {
                         out.complete(null);
@@ -593,6 +606,17 @@ public final class ShareKeeper implements AutoCloseable {
             }
         }));
         return out;
+    }
+
+    /** Whether {@link #raiseLocally} would raise a share in use. */
+    private boolean raisesLocally(Map<Resource, Long> target) {
+        Map<Resource, Long> cur = shares;
+        for (Map.Entry<Resource, Long> t : target.entrySet()) {
+            if (t.getValue() > cur.getOrDefault(t.getKey(), 0L)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void raiseLocally(SiteBudget b, Map<Resource, Long> target) {
