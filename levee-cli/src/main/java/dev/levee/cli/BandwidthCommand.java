@@ -46,6 +46,10 @@ final class BandwidthCommand {
         return EtcdShareStore.budgetKey(prefix);
     }
 
+    static String guardKey(String prefix) {
+        return dev.levee.etcd.Etcd.normalisePrefix(prefix) + "bandwidth/guard";
+    }
+
     static ShareStore.View view(Client c, String prefix) throws Exception {
         return new EtcdShareStore(c, prefix).read().toCompletableFuture().get(TIMEOUT_S, TimeUnit.SECONDS);
     }
@@ -60,7 +64,10 @@ final class BandwidthCommand {
             throw new SiteBudget.InvalidBudgetException(problems);
         }
         String key = budgetKey(prefix);
-        c.getKVClient().put(bytes(key), bytes(budget.toYaml())).get(TIMEOUT_S, TimeUnit.SECONDS);
+        // the guard moves with the budget: a raise computed under the old budget then conflicts
+        c.getKVClient().txn().Then(io.etcd.jetcd.op.Op.put(bytes(key), bytes(budget.toYaml()), io.etcd.jetcd.options.PutOption.DEFAULT),
+                        io.etcd.jetcd.op.Op.put(bytes(guardKey(prefix)), bytes("budget"), io.etcd.jetcd.options.PutOption.DEFAULT))
+                .commit().get(TIMEOUT_S, TimeUnit.SECONDS);
         System.out.println("wrote " + key + ": download " + ByteUnits.formatRate(budget.download()) + ", upload "
                 + ByteUnits.formatRate(budget.upload()) + (budget.principals().isEmpty() ? ""
                 : ", " + budget.principals().size() + " principal override(s)"));
