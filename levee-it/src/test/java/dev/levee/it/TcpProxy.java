@@ -38,6 +38,9 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class TcpProxy implements AutoCloseable {
 
+    /** The proxy's own send (to the client) and receive (from the target) buffer, bytes. */
+    static final int SOCKET_BUFFER_BYTES = 256 * 1024;
+
     /** Bytes read and written at a time, per connection and direction. */
     static final int BUFFER_BYTES = 16 * 1024;
     /** Timeout for connecting to the target, in milliseconds. */
@@ -229,12 +232,17 @@ final class TcpProxy implements AutoCloseable {
         void connect() {
             try {
                 client.setTcpNoDelay(true);
+                // fixed, modest socket buffers on the proxy's side (Linux then does not autotune them to several
+                // MiB on loopback): the process behind the proxy feels its client's back-pressure about as it
+                // would over a network, instead of filling ~10 MiB of kernel buffers first
+                client.setSendBufferSize(SOCKET_BUFFER_BYTES);
                 if (!awaitOpen(this)) {
                     abort();
                     return;
                 }
                 Socket t = new Socket();
                 t.setTcpNoDelay(true);
+                t.setReceiveBufferSize(SOCKET_BUFFER_BYTES);
                 t.connect(new InetSocketAddress(targetHost, targetPort), CONNECT_TIMEOUT_MS);
                 target = t;
                 if (aborted) {
