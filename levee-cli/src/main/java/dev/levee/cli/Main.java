@@ -74,25 +74,24 @@ public final class Main {
 
     /**
      * Reports the version of the build: the Maven project version and, when built in a git work tree, the
-     * commit ({@code levee 0.1.0 (commit 1a2b3c4)}, {@code -dirty} when the tree had uncommitted changes),
-     * from {@code version.properties} filtered by Maven.
+     * commit ({@code levee 0.1.0 (commit 1a2b3c4)}, {@code -dirty} when the tree had uncommitted changes):
+     * {@code version.properties} filtered by Maven and {@code commit.properties} written by git at build time.
      */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() throws java.io.IOException {
             java.util.Properties p = new java.util.Properties();
-            try (var in = Main.class.getResourceAsStream("version.properties")) {
-                if (in != null) {
-                    p.load(in);
+            for (String name : new String[] {"version.properties", "commit.properties"}) {
+                try (var in = Main.class.getResourceAsStream(name)) {
+                    if (in != null) {
+                        p.load(in);
+                    }
                 }
             }
             String version = filtered(p.getProperty("version"));
             String commit = filtered(p.getProperty("commit"));
             if (version == null) {
                 version = "(unknown version: built without Maven's resource filtering)";
-            }
-            if (commit != null && "true".equals(filtered(p.getProperty("dirty")))) {
-                commit += "-dirty";
             }
             return new String[] {"levee " + version + (commit == null ? "" : " (commit " + commit + ")")};
         }
