@@ -22,7 +22,12 @@ levee_find_java() {
 }
 if ! LEVEE_JAVA_HOME="$(levee_find_java)"; then
   echo "levee: no JDK >= 21 found (looked at JAVA_HOME=${JAVA_HOME:-unset} and /usr/lib/jvm/*)." >&2
-  echo "levee: install one, e.g. 'apt-get install -y openjdk-21-jdk-headless', or set JAVA_HOME." >&2
+  # Debian 12 has no openjdk-21 in apt: advise what works there (issue 13)
+  echo "levee: to build and run from this repository, install a JDK >= 21 and/or set JAVA_HOME:" >&2
+  echo "levee:   Debian 12: Temurin from Adoptium's apt repository (adoptium.net, 'Linux (RPM/DEB/APK) installer packages'), then 'apt-get install -y temurin-21-jdk';" >&2
+  echo "levee:   Debian 13, Ubuntu 24.04: 'apt-get install -y openjdk-21-jdk-headless'." >&2
+  echo "levee: to run Levee on a server without a JDK: the Debian package, which bundles its own Java runtime:" >&2
+  echo "levee:   'scripts/package' on a machine with a JDK builds target/levee_<version>_amd64.deb; 'dpkg -i' it on the server (README, 'Install on a server')." >&2
   exit 1
 fi
 export JAVA_HOME="$LEVEE_JAVA_HOME"

@@ -72,12 +72,33 @@ public final class Main {
         return m == null || m.isBlank() ? e.getClass().getSimpleName() : m;
     }
 
-    /** Reports the version from the jar manifest. */
+    /**
+     * Reports the version of the build: the Maven project version and, when built in a git work tree, the
+     * commit ({@code levee 0.1.0 (commit 1a2b3c4)}, {@code -dirty} when the tree had uncommitted changes):
+     * {@code version.properties} filtered by Maven and {@code commit.properties} written by git at build time.
+     */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
-        public String[] getVersion() {
-            String v = Main.class.getPackage().getImplementationVersion();
-            return new String[] {"levee " + (v == null ? "dev" : v)};
+        public String[] getVersion() throws java.io.IOException {
+            java.util.Properties p = new java.util.Properties();
+            for (String name : new String[] {"version.properties", "commit.properties"}) {
+                try (var in = Main.class.getResourceAsStream(name)) {
+                    if (in != null) {
+                        p.load(in);
+                    }
+                }
+            }
+            String version = filtered(p.getProperty("version"));
+            String commit = filtered(p.getProperty("commit"));
+            if (version == null) {
+                version = "(unknown version: built without Maven's resource filtering)";
+            }
+            return new String[] {"levee " + version + (commit == null ? "" : " (commit " + commit + ")")};
+        }
+
+        /** The value, or null when missing, empty or left unfiltered ({@code ${...}}: no git, say). */
+        private static String filtered(String value) {
+            return value == null || value.isBlank() || value.startsWith("${") ? null : value.strip();
         }
     }
 }
