@@ -9,8 +9,9 @@ import org.apache.logging.log4j.core.config.builder.api.LayoutComponentBuilder;
 import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
 
 /**
- * Configures SLF4J's backend (Log4j 2) to write RFC 5424 syslog messages to one {@link LogTarget}
- * through asynchronous loggers that never block the caller (SPEC.md §2).
+ * Configures SLF4J's backend (Log4j 2) to write RFC 5424 syslog messages (or, on a terminal and for the
+ * journal, the forms {@link LogTarget} describes) to one {@link LogTarget} through asynchronous loggers that
+ * never block the caller (SPEC.md §2).
  *
  * <p>Every logger is a Log4j {@code AsyncLogger}: the event goes onto an LMAX Disruptor ring of
  * {@value #QUEUE_SIZE} slots, drained by one background thread that formats and writes in batches
@@ -51,6 +52,7 @@ public final class Logging {
      * @throws IllegalArgumentException when the level is unknown or a log file cannot be written
      */
     public static synchronized void configure(LogTarget target, String appName, String level) {
+        target = target.resolve().target();
         if (level == null || !java.util.Set.of("OFF", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
                 .contains(level.toUpperCase(java.util.Locale.ROOT))) {
             throw new IllegalArgumentException("log level '" + level + "' is not one of ERROR, WARN, INFO, DEBUG, TRACE, OFF");
@@ -91,6 +93,16 @@ public final class Logging {
                     .add(rfc5424);
             case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
                     .addAttribute("immediateFlush", false).add(rfc5424); // flushed at the end of each batch
+            // a person's line: time, level, logger, message (one line; an exception's first lines on the next ones)
+            case "console" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
+                    .addAttribute("immediateFlush", false).add(b.newLayout("PatternLayout")
+                            .addAttribute("pattern", "%d{HH:mm:ss.SSS} %-5level %logger: %enc{%m}{CRLF}%n%ex{8}"));
+            // sd-daemon(3) prefixes: journald stores the priority; one entry a line (newlines escaped)
+            case "journal" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
+                    .addAttribute("immediateFlush", false).add(b.newLayout("PatternLayout")
+                            .addAttribute("alwaysWriteExceptions", false)
+                            .addAttribute("pattern", "<%level{FATAL=2, ERROR=3, WARN=4, INFO=6, DEBUG=7, TRACE=7}>%logger:"
+                                    + " %enc{%m}{CRLF}%enc{%ex{8}}{CRLF}%n"));
             default -> b.newAppender("out", "Syslog")
                     .addAttribute("host", target.host())
                     .addAttribute("port", target.port())

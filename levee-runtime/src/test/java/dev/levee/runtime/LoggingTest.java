@@ -124,6 +124,23 @@ class LoggingTest {
     }
 
     @Test
+    void autoTargetIsTheJournalUnderSystemdAPersonsLineOnATerminalAndSyslogOnlyWhenStderrIsDevNull() {
+        assertThat(LogTarget.parse("auto")).isEqualTo(LogTarget.DEFAULT);
+        assertThat(LogTarget.resolveAuto("8:12345", "/dev/pts/0").target().kind()).isEqualTo("journal");
+        assertThat(LogTarget.resolveAuto(null, "/dev/pts/3").target().kind()).isEqualTo("console");
+        assertThat(LogTarget.resolveAuto(null, "/dev/tty1").target().kind()).isEqualTo("console");
+        assertThat(LogTarget.resolveAuto(null, "/tmp/role.out").target().kind()).isEqualTo("stderr");
+        assertThat(LogTarget.resolveAuto(null, "pipe:[4711]").target().kind()).isEqualTo("stderr");
+        assertThat(LogTarget.resolveAuto(null, null).target().kind()).isEqualTo("stderr");
+        assertThat(LogTarget.resolveAuto(null, "/dev/null").target()).isEqualTo(LogTarget.LOCAL_SYSLOG);
+        assertThat(LogTarget.resolveAuto(null, "/dev/null").why()).contains("/dev/null");
+        // an explicit target is kept as given
+        assertThat(LogTarget.parse("udp://127.0.0.1:514").resolve().target().kind()).isEqualTo("udp");
+        assertThat(LogTarget.parse("udp://127.0.0.1:514").resolve().why()).isEmpty();
+        assertThat(LogTarget.parse("auto").resolve().target().kind()).isNotEqualTo("auto");
+    }
+
+    @Test
     void logTextEscapesControlCharactersAndKeepsUnicode() {
         assertThat(LogText.escape("photos/2024/ünïcødé✓")).isEqualTo("photos/2024/ünïcødé✓");
         assertThat(LogText.escape("x result=rejected limiter=l9")).isEqualTo("\"x result=rejected limiter=l9\"");
