@@ -445,7 +445,8 @@ public final class GatewayService implements AutoCloseable {
                 req.response().putHeader("WWW-Authenticate", "Bearer realm=\"levee\"");
                 Http.error(req.response(), 401, "a valid bearer token is required");
             } else {
-                Http.json(req.response(), closing ? 503 : 200, readyReport());
+                ReadyReport r = readyReport();
+                Http.json(req.response(), r.status().equals("ready") ? 200 : 503, r);
             }
         } else if (path.equals("/metrics")) {
             Http.metrics(req, registry);
@@ -478,7 +479,14 @@ public final class GatewayService implements AutoCloseable {
 
     /** Returns what {@code GET /health/ready} reports now: aggregated counters, no principal ids. */
     public ReadyReport readyReport() {
-        return new ReadyReport(closing ? "closing" : "ready", inFlight(),
+        // with enforcement and no limiter known, every check fails: requests pass (allow) or are refused
+        // (deny) by --on-failure, and the gateway is not ready (SPEC.md §11); the client warns in its log
+        String status = closing ? "closing"
+                : options.enforce() && client != null && client.failingOpen()
+                        ? (options.onFailure() == OnFailure.DENY ? "failing_closed" : "failing_open")
+                : options.enforce() && client != null && !client.observerReachable() ? "observer_unreachable"
+                : "ready";
+        return new ReadyReport(status, inFlight(),
                 governance == null ? ReadyReport.GovernanceReport.off() : governance.report(),
                 new ReadyReport.ClientFaults(headerTimeouts.sum(), bodyTimeouts.sum(), sendTimeouts.sum(), malformedRequests.sum(),
                         connectionErrors.sum()));
