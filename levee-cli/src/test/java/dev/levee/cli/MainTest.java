@@ -316,6 +316,55 @@ class MainTest {
         assertThat(r.err()).contains("Try 'levee gateway --help'").doesNotContain("Usage:");
     }
 
+    @Test
+    void theExampleFilesTheReadmeUsesShipAndAreValid() throws Exception {
+        Path root = Path.of("..").toAbsolutePath().normalize();
+        String readme = Files.readString(root.resolve("README.md"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("examples/[\\w.-]+\\.yaml").matcher(readme);
+        java.util.Set<String> named = new java.util.TreeSet<>();
+        while (m.find()) {
+            named.add(m.group());
+        }
+        assertThat(named).contains("examples/quotas.yaml", "examples/bucket.yaml");
+        for (String f : named) {
+            assertThat(root.resolve(f)).as(f).isRegularFile();
+        }
+        Run r = run("config", "validate", root.resolve("examples/quotas.yaml").toString());
+        assertThat(r.status()).as(r.err()).isZero();
+        // a bucket's value, as 'levee quota set' validates it before writing
+        dev.levee.quota.ResourceQuotas b = dev.levee.config.QuotaConfigLoader.parseResource("example-bucket",
+                Files.readString(root.resolve("examples/bucket.yaml")), "examples/bucket.yaml");
+        assertThat(b.prefixes()).hasSize(3);
+    }
+
+    @Test
+    void helpAndShippedTextsCiteDocumentsOfTheRepositoryNotTheSpec() throws Exception {
+        Path root = Path.of("..").toAbsolutePath().normalize();
+        List<String> texts = new java.util.ArrayList<>();
+        java.util.ArrayDeque<picocli.CommandLine> todo = new java.util.ArrayDeque<>();
+        todo.add(new picocli.CommandLine(Main.class));
+        while (!todo.isEmpty()) {
+            picocli.CommandLine c = todo.poll();
+            texts.add(c.getCommandSpec().qualifiedName() + "\n" + c.getUsageMessage());
+            todo.addAll(c.getSubcommands().values());
+        }
+        texts.add(Quotas.embeddedText());
+        texts.add(dev.levee.config.QuotaConfigLoader.toYaml(Quotas.embedded()));
+        texts.add(Files.readString(root.resolve("nginx/rate.lua")));
+        texts.add(Files.readString(root.resolve("openapi.yaml")));
+        try (var in = dev.levee.config.QuotaConfigLoader.class.getResourceAsStream(dev.levee.config.QuotaConfigLoader.EXAMPLE_RESOURCE)) {
+            texts.add(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+        }
+        assertThat(texts).hasSizeGreaterThan(20);
+        for (String t : texts) {
+            assertThat(t).as(t.lines().findFirst().orElse("")).doesNotContain("SPEC");
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("docs/[\\w.-]+\\.md").matcher(t);
+            while (m.find()) {
+                assertThat(root.resolve(m.group())).as(m.group()).isRegularFile();
+            }
+        }
+    }
+
     static String[] concat(String[] a, String... b) {
         String[] out = java.util.Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);
