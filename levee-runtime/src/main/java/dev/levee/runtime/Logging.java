@@ -125,6 +125,7 @@ public final class Logging {
             b.add(b.newAsyncLogger(noisy, Level.WARN).addAttribute("additivity", true));
         }
         BuiltConfiguration config = b.build();
+        StatusLines.install();
         lastTarget = target;
         lastApp = appName;
         lastLevel = level;
@@ -136,6 +137,70 @@ public final class Logging {
         }
         ctx.updateLoggers();
     }
+
+    /**
+     * Log4j's own errors (a syslog peer that went away: "Broken pipe", a full disk) as one line each on
+     * standard error, at most one line per {@value #STATUS_INTERVAL_S} s for the same message, never a stack
+     * trace (Log4j's console listener prints the whole trace of every failed write).
+     */
+    static final class StatusLines implements org.apache.logging.log4j.status.StatusListener {
+        private static final StatusLines INSTANCE = new StatusLines();
+        private static boolean installed;
+        private final java.util.Map<String, long[]> last = new java.util.concurrent.ConcurrentHashMap<>();
+
+        static synchronized void install() {
+            org.apache.logging.log4j.status.StatusLogger status = org.apache.logging.log4j.status.StatusLogger.getLogger();
+            if (!installed) {
+                // once a listener is registered, Log4j 2.25 no longer prints through its console fallback listener
+                // (whose level still decides which events are made)
+                status.registerListener(INSTANCE);
+                installed = true;
+            }
+        }
+
+        /** Returns the line for a status event: its message and the innermost cause, no trace. */
+        static String line(String message, Throwable t) {
+            StringBuilder sb = new StringBuilder("levee logging: ").append(message);
+            Throwable root = t;
+            while (root != null && root.getCause() != null && root.getCause() != root) {
+                root = root.getCause();
+            }
+            if (root != null) {
+                sb.append(" (").append(root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage())
+                        .append(')');
+            }
+            return sb.toString().replace('\n', ' ');
+        }
+
+        @Override
+        public void log(org.apache.logging.log4j.status.StatusData data) {
+            String text = line(data.getMessage().getFormattedMessage(), data.getThrowable());
+            long now = SystemTicker.INSTANCE.read();
+            long[] seen = last.computeIfAbsent(text, k -> new long[] {now - STATUS_INTERVAL_S * 1_000_000_000L - 1, 0});
+            synchronized (seen) {
+                if (now - seen[0] <= STATUS_INTERVAL_S * 1_000_000_000L) {
+                    seen[1]++;
+                    return;
+                }
+                long suppressed = seen[1];
+                seen[0] = now;
+                seen[1] = 0;
+                System.err.println(text + (suppressed > 0 ? " [" + suppressed + " more like it]" : ""));
+            }
+        }
+
+        @Override
+        public Level getStatusLevel() {
+            return Level.ERROR;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /** Least seconds between two lines about the same Log4j error: 10. */
+    static final long STATUS_INTERVAL_S = 10;
 
     /** Longest {@link #shutdown()} waits for queued lines to leave: 5 s. */
     public static final long SHUTDOWN_MILLIS = 5_000;

@@ -107,6 +107,27 @@ class LoggingTest {
     }
 
     @Test
+    void log4jsOwnErrorsAreOneLineWithTheirCauseNeverAStackTrace() {
+        Logging.configure(LogTarget.parse("stderr"), "levee-test", "WARN");
+        assertThat(org.apache.logging.log4j.status.StatusLogger.getLogger().getListeners())
+                .anyMatch(l -> l instanceof Logging.StatusLines);
+        java.io.PrintStream oldErr = System.err;
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        try {
+            System.setErr(new java.io.PrintStream(err, true, StandardCharsets.UTF_8));
+            org.apache.logging.log4j.status.StatusLogger.getLogger().error("Unable to write to stream TCP:127.0.0.1:6514 for"
+                    + " appender out", new IllegalStateException("Error sending", new java.net.SocketException("Broken pipe")));
+            // the same again within 10 s: counted, not printed
+            org.apache.logging.log4j.status.StatusLogger.getLogger().error("Unable to write to stream TCP:127.0.0.1:6514 for"
+                    + " appender out", new IllegalStateException("Error sending", new java.net.SocketException("Broken pipe")));
+        } finally {
+            System.setErr(oldErr);
+        }
+        assertThat(err.toString(StandardCharsets.UTF_8)).isEqualTo("levee logging: Unable to write to stream"
+                + " TCP:127.0.0.1:6514 for appender out (Broken pipe)" + System.lineSeparator());
+    }
+
+    @Test
     void aDirectoryAsLogFileIsRefusedClearly(@TempDir Path dir) {
         org.assertj.core.api.Assertions.assertThatThrownBy(() ->
                         Logging.configure(LogTarget.parse("file:" + dir), "levee-test", "INFO"))
