@@ -129,8 +129,9 @@ final class QuotaCommand {
             if (!etcd.enabled()) {
                 throw new IllegalArgumentException("no etcd endpoint: pass --etcd http://HOST:PORT or set LEVEE_ETCD_ENDPOINTS");
             }
-            etcd.probe();
-            try (Client c = etcd.client()) {
+            validate();
+            try (Client c = etcd.client()) { // refuses bad client settings; connects only when asked
+                etcd.probe();
                 return run(c, dev.levee.etcd.Etcd.normalisePrefix(etcd.prefix));
             } catch (java.util.concurrent.TimeoutException e) {
                 throw new IllegalStateException("etcd at " + etcd.endpoints + " did not answer within " + TIMEOUT_S + " s");
@@ -140,6 +141,10 @@ final class QuotaCommand {
         }
 
         abstract int run(Client c, String prefix) throws Exception;
+
+        /** Refuses bad option values before etcd is contacted. */
+        void validate() {
+        }
     }
 
     /** Prints one bucket's quotas, or the whole configuration. */
@@ -267,10 +272,14 @@ final class QuotaCommand {
         java.time.Duration leaseTtl;
 
         @Override
-        int run(Client c, String prefix) throws Exception {
+        void validate() {
             if (txnOps < 1) {
                 throw new IllegalArgumentException("--txn-ops must be >= 1, got " + txnOps);
             }
+        }
+
+        @Override
+        int run(Client c, String prefix) throws Exception {
             QuotaConfig cfg = QuotaConfigLoader.parse(readInput(file), file);
             Map<String, String> next = QuotaLayout.toValues(cfg);
             List<ConfigProblem> big = new ArrayList<>();
@@ -473,8 +482,8 @@ final class QuotaCommand {
                 }
                 df = factor;
             } else if (etcd.enabled()) {
-                etcd.probe();
                 try (Client c = etcd.client()) {
+                    etcd.probe();
                     String p = dev.levee.etcd.Etcd.normalisePrefix(etcd.prefix);
                     var kvs = c.getKVClient().get(bytes(p + QuotaLayout.FACTOR)).get(TIMEOUT_S, TimeUnit.SECONDS).getKvs();
                     df = kvs.isEmpty() ? 1 : QuotaConfigLoader.parseFactor(
