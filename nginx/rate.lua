@@ -1,4 +1,4 @@
--- rate.lua: Levee's enforcement point in NGINX (SPEC.md §1). Works with Debian/Ubuntu nginx +
+-- rate.lua: Levee's enforcement point in NGINX (docs/nginx.md). Works with Debian/Ubuntu nginx +
 -- libnginx-mod-http-lua and with OpenResty.
 --
 -- Used from every S3 location as

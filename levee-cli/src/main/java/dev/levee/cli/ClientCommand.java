@@ -70,6 +70,11 @@ final class ClientCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE})")
     Duration shutdownTimeout;
 
+    @Option(names = "--warn-interval", converter = Converters.DurationConverter.class, defaultValue = "10s",
+            description = "how often a lasting degraded state is warned about again — no limiter known (every check answers"
+                    + " failed, which NGINX passes by its on_failure policy; /health 503) or the observer unreachable (default: ${DEFAULT-VALUE})")
+    Duration warnInterval;
+
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
@@ -84,7 +89,7 @@ final class ClientCommand implements Callable<Integer> {
                     "--batch-max must be between 1 and 1024, got " + maxBatch);
         }
         LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains,
-                maxInFlight, maxBatch, listGrace, checkDeadline);
+                maxInFlight, maxBatch, listGrace, checkDeadline, warnInterval);
         common.apply("levee-client");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();

@@ -8,15 +8,21 @@ import picocli.CommandLine.Option;
 final class CommonOptions {
 
     @Option(names = "--log-target", converter = Converters.LogTargetConverter.class, paramLabel = "TARGET",
-            description = "RFC 5424 syslog target: udp://HOST:PORT, tcp://HOST:PORT, file:PATH or stderr"
-                    + " (default: ${DEFAULT-VALUE})", defaultValue = "udp://127.0.0.1:514")
+            description = "where logs go: auto (standard error as a short line on a terminal, for the journal under"
+                    + " systemd, as RFC 5424 lines when redirected; UDP syslog 127.0.0.1:514 when it is /dev/null),"
+                    + " udp://HOST:PORT or tcp://HOST:PORT (RFC 5424 syslog), file:PATH, stderr (RFC 5424),"
+                    + " console, journal (default: ${DEFAULT-VALUE})", defaultValue = "auto")
     LogTarget logTarget = LogTarget.DEFAULT;
 
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "INFO",
             description = "root log level: ERROR, WARN, INFO, DEBUG (default: ${DEFAULT-VALUE})")
     String logLevel = "INFO";
 
+    /** Configures logging and says in one line on standard error where the log goes (issue 13). */
     void apply(String appName) {
-        Logging.configure(logTarget, appName, logLevel);
+        LogTarget.Resolution r = logTarget.resolve();
+        Logging.configure(r.target(), appName, logLevel);
+        System.err.println(appName + ": log to " + r.target().describe() + " at " + logLevel.toUpperCase(java.util.Locale.ROOT)
+                + (r.why().isEmpty() ? " (--log-target)" : " (" + r.why() + "; --log-target to change)"));
     }
 }

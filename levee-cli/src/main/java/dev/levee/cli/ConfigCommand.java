@@ -15,7 +15,7 @@ final class ConfigCommand {
 
     /** Prints every error of a quota file and exits non-zero when there is any. */
     @Command(name = "validate", mixinStandardHelpOptions = true,
-            description = "Validate a quota file (single-file form, SPEC.md §4): prints every error, exit 1 if any.")
+            description = "Validate a quota file (single-file form, docs/quotas.md): prints every error, exit 1 if any.")
     static final class Validate implements Callable<Integer> {
 
 

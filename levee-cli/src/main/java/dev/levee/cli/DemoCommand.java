@@ -452,7 +452,7 @@ final class DemoCommand implements Callable<Integer> {
         }
         if (tightBurst) {
             out.println("Quotas with burst 1 admit less than their rate: each of the g limiters enforces rate/g with a"
-                    + " burst of one request (SPEC §5), so requests that bunch up on one limiter are refused even"
+                    + " burst of one request (docs/quotas.md, \"Groups\"), so requests that bunch up on one limiter are refused even"
                     + " below the total rate. Give such quotas a larger burst (see `levee quota calc`).");
         }
         long failed = failedChecks.getAsLong() - failedBefore;

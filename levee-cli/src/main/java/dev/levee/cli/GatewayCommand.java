@@ -248,10 +248,16 @@ final class GatewayCommand implements Callable<Integer> {
             description = "fixed margin ε before a lease could expire at which shares stop being used (default: ${DEFAULT-VALUE})")
     Duration leaseMargin;
 
+    @Option(names = "--warn-interval", converter = Converters.DurationConverter.class, defaultValue = "10s",
+            description = "with enforcement: how often a lasting degraded state is warned about again — no limiter known (requests"
+                    + " pass or are refused by --on-failure, /health/ready 503) or the observer unreachable (default: ${DEFAULT-VALUE})")
+    Duration warnInterval;
+
     /** The embedded levee-client's settings: refresh 1 s and back-off 2 s as levee-client's defaults. */
     LeveeClient.Options clientOptions() {
         return new LeveeClient.Options(observer, Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2), baseDomains,
-                LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT, LeveeClient.Options.DEFAULT_MAX_BATCH, listGrace, checkDeadline);
+                LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT, LeveeClient.Options.DEFAULT_MAX_BATCH, listGrace, checkDeadline,
+                warnInterval);
     }
 
     @Override

@@ -85,6 +85,11 @@ final class LimiterCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE})")
     Duration shutdownTimeout;
 
+    @Option(names = "--warn-interval", converter = Converters.DurationConverter.class, defaultValue = "10s",
+            description = "how often heartbeats that keep failing are warned about again (/health 503 meanwhile)"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration warnInterval;
+
     @Override
     public Integer call() {
         common.apply("levee-limiter");
@@ -92,7 +97,7 @@ final class LimiterCommand implements Callable<Integer> {
         QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000, etcd.maxValueBytes)
                 : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
         LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
-                client != null ? null : observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout);
+                client != null ? null : observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout, warnInterval);
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry),

@@ -45,6 +45,19 @@ public final class Main {
         String[] rest = java.util.Arrays.stream(args).filter(a -> !a.equals("--stacktrace")).toArray(String[]::new);
         CommandLine cl = new CommandLine(new Main());
         cl.setCaseInsensitiveEnumValuesAllowed(true);
+        // a value error: the error and one hint, not the whole usage (after which the error has scrolled away)
+        cl.setParameterExceptionHandler((e, argv) -> {
+            CommandLine cmd = e.getCommandLine();
+            java.io.PrintWriter err = cmd.getErr();
+            String name = cmd.getCommandSpec().qualifiedName();
+            err.println(name + ": " + e.getMessage());
+            CommandLine.UnmatchedArgumentException.printSuggestions(e, err);
+            err.println("Try '" + name + " --help' for more information.");
+            if (trace) {
+                e.printStackTrace(err);
+            }
+            return cmd.getCommandSpec().exitCodeOnInvalidInput();
+        });
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
             cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + describe(e));
             if (trace) {

@@ -42,6 +42,10 @@ import picocli.CommandLine.Parameters;
                 QuotaCommand.Factor.class, QuotaCommand.Calc.class})
 final class QuotaCommand {
 
+    /** The etcd options, given before or after the subcommand (inherited by every subcommand). */
+    @Mixin
+    EtcdOptions etcd = new EtcdOptions();
+
     private static final long TIMEOUT_S = 10;
 
     /** Keys per import transaction by default: below etcd's {@code --max-txn-ops} default of 128. */
@@ -111,15 +115,23 @@ final class QuotaCommand {
 
     /** Shared connection handling: opens the client, runs, closes. */
     abstract static class EtcdCall implements Callable<Integer> {
-        @Mixin
+        @picocli.CommandLine.ParentCommand
+        QuotaCommand parent;
+
+        /** The parent's etcd options (set before {@link #run}); a subcommand built alone gets its own. */
         EtcdOptions etcd = new EtcdOptions();
 
         @Override
         public Integer call() throws Exception {
+            if (parent != null) {
+                etcd = parent.etcd;
+            }
             if (!etcd.enabled()) {
                 throw new IllegalArgumentException("no etcd endpoint: pass --etcd http://HOST:PORT or set LEVEE_ETCD_ENDPOINTS");
             }
-            try (Client c = etcd.client()) {
+            validate();
+            try (Client c = etcd.client()) { // refuses bad client settings; connects only when asked
+                etcd.probe();
                 return run(c, dev.levee.etcd.Etcd.normalisePrefix(etcd.prefix));
             } catch (java.util.concurrent.TimeoutException e) {
                 throw new IllegalStateException("etcd at " + etcd.endpoints + " did not answer within " + TIMEOUT_S + " s");
@@ -129,6 +141,10 @@ final class QuotaCommand {
         }
 
         abstract int run(Client c, String prefix) throws Exception;
+
+        /** Refuses bad option values before etcd is contacted. */
+        void validate() {
+        }
     }
 
     /** Prints one bucket's quotas, or the whole configuration. */
@@ -174,6 +190,19 @@ final class QuotaCommand {
         @Parameters(index = "1", paramLabel = "FILE|-")
         String file;
 
+        @Option(names = "--allow-legacy-bucket-name", description = "accept a bucket name that breaks S3's naming rules"
+                + " (uppercase, '_', up to 255 characters: Ceph RGW's legacy names), as the quota format does")
+        boolean allowLegacy;
+
+        @picocli.CommandLine.Spec
+        picocli.CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws Exception {
+            BucketNames.check(spec.commandLine(), bucket, allowLegacy);
+            return super.call();
+        }
+
         @Override
         int run(Client c, String prefix) throws Exception {
             String yaml = readInput(file);
@@ -196,6 +225,19 @@ final class QuotaCommand {
     static final class Delete extends EtcdCall {
         @Parameters(paramLabel = "BUCKET")
         String bucket;
+
+        @Option(names = "--allow-legacy-bucket-name", description = "accept a bucket name that breaks S3's naming rules"
+                + " (to delete the quotas of a legacy name)")
+        boolean allowLegacy;
+
+        @picocli.CommandLine.Spec
+        picocli.CommandLine.Model.CommandSpec spec;
+
+        @Override
+        public Integer call() throws Exception {
+            BucketNames.check(spec.commandLine(), bucket, allowLegacy);
+            return super.call();
+        }
 
         @Override
         int run(Client c, String prefix) throws Exception {
@@ -230,10 +272,14 @@ final class QuotaCommand {
         java.time.Duration leaseTtl;
 
         @Override
-        int run(Client c, String prefix) throws Exception {
+        void validate() {
             if (txnOps < 1) {
                 throw new IllegalArgumentException("--txn-ops must be >= 1, got " + txnOps);
             }
+        }
+
+        @Override
+        int run(Client c, String prefix) throws Exception {
             QuotaConfig cfg = QuotaConfigLoader.parse(readInput(file), file);
             Map<String, String> next = QuotaLayout.toValues(cfg);
             List<ConfigProblem> big = new ArrayList<>();
@@ -416,11 +462,16 @@ final class QuotaCommand {
         @Option(names = "--factor", description = "group factor DF (default: read from etcd)")
         Integer factor;
 
-        @Mixin
+        @picocli.CommandLine.ParentCommand
+        QuotaCommand parent;
+
         EtcdOptions etcd = new EtcdOptions();
 
         @Override
         public Integer call() throws Exception {
+            if (parent != null) {
+                etcd = parent.etcd;
+            }
             if (!(rps > 0) || rps > 1e12) {
                 throw new IllegalArgumentException("--rps must be a number in (0, 1e12], got " + rps);
             }
@@ -432,6 +483,7 @@ final class QuotaCommand {
                 df = factor;
             } else if (etcd.enabled()) {
                 try (Client c = etcd.client()) {
+                    etcd.probe();
                     String p = dev.levee.etcd.Etcd.normalisePrefix(etcd.prefix);
                     var kvs = c.getKVClient().get(bytes(p + QuotaLayout.FACTOR)).get(TIMEOUT_S, TimeUnit.SECONDS).getKvs();
                     df = kvs.isEmpty() ? 1 : QuotaConfigLoader.parseFactor(

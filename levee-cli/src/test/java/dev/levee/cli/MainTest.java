@@ -239,4 +239,182 @@ class MainTest {
         var uploads = streams.stream().filter(s -> s.label().contains("uploads/*")).findFirst().orElseThrow();
         assertThat(uploads.counters()).isEqualTo(2); // one counter per object key
     }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            after the subcommand  | quota get --etcd http://127.0.0.1:1
+            before the subcommand | quota --etcd http://127.0.0.1:1 get
+            before, with a prefix | quota --etcd http://127.0.0.1:1 --etcd-prefix /x export
+            calc                  | quota --etcd http://127.0.0.1:1 calc --rps 10
+            """)
+    void etcdOptionsWorkInEitherPositionAndARefusedConnectionIsReportedAtOnceNamingTheEndpoint(String what, String line) {
+        long t0 = System.nanoTime();
+        Run r = run(line.trim().split("\\s+"));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertThat(r.status()).as(what).isEqualTo(1);
+        assertThat(r.err()).as(what).contains("refused").contains("http://127.0.0.1:1").doesNotContain("timed out")
+                .doesNotContain("\tat ");
+        assertThat(ms).as(what + ": ms until the error").isLessThan(2000);
+    }
+
+    @Test
+    void anEtcdThatDoesNotAnswerTheConnectIsATimeoutNamingTheEndpoint() throws Exception {
+        // a listener whose accept queue is full: the kernel drops further SYNs, so a connect gets no answer
+        try (java.net.ServerSocket full = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            List<java.net.Socket> fillers = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < 4; i++) {
+                    java.net.Socket s = new java.net.Socket();
+                    try {
+                        s.connect(full.getLocalSocketAddress(), 200);
+                    } catch (java.io.IOException e) {
+                        // the queue is full
+                    }
+                    fillers.add(s);
+                }
+                String endpoint = "http://127.0.0.1:" + full.getLocalPort();
+                long t0 = System.nanoTime();
+                Run r = run("quota", "get", "--etcd", endpoint);
+                long ms = (System.nanoTime() - t0) / 1_000_000;
+                assertThat(r.status()).isEqualTo(1);
+                assertThat(r.err()).contains(endpoint).contains("timed out").doesNotContain("refused");
+                assertThat(ms).isLessThan(3000);
+            } finally {
+                for (java.net.Socket s : fillers) {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void bucketNamesMayNotBeginWithAHyphen() {
+        assertThat(BucketNames.problem("-bucket")).contains("begin and end");
+        assertThat(BucketNames.problem("bucket-")).contains("begin and end");
+        assertThat(BucketNames.problem("amzn-s3-demo-bucket")).contains("amzn-s3-demo-");
+        assertThat(BucketNames.problem("b--x-s3")).contains("--x-s3");
+        assertThat(BucketNames.problem("x".repeat(64))).contains("3 to 63");
+        assertThat(BucketNames.problem("my.bucket-1")).isNull();
+    }
+
+    @Test
+    void aValueErrorPrintsTheErrorAndOneHintNotTheWholeUsage() {
+        Run r = run("limiter", "--id", "l1", "--heartbeat", "soon");
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("not a duration").contains("Try 'levee limiter --help' for more information.")
+                .doesNotContain("Usage:");
+        assertThat(r.err().lines().count()).isLessThanOrEqualTo(3);
+        Run unknown = run("quota", "gett");
+        assertThat(unknown.err()).contains("Try 'levee quota --help'").doesNotContain("Usage:");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            ab                   | 3 to 63
+            Example-Bucket       | lowercase
+            under_score          | '_'
+            .starts-with-dot     | begin and end
+            ends-with-dot.       | begin and end
+            two..dots            | adjacent dots
+            192.168.5.4          | IP address
+            xn--punycode         | xn--
+            sthree-bucket        | sthree-
+            my-bucket-s3alias    | -s3alias
+            my-bucket--ol-s3     | --ol-s3
+            """)
+    void quotaSetAndDeleteRefuseABucketNameThatBreaksS3sRules(String bucket, String rule) throws Exception {
+        Path f = write("b.yaml", "quota: {rate: 1, burst: 1}\n");
+        for (String[] line : new String[][] {{"quota", "set", bucket, f.toString()}, {"quota", "delete", bucket}}) {
+            Run r = run(concat(line, "--etcd", "http://127.0.0.1:1"));
+            assertThat(r.status()).as(String.join(" ", line)).isEqualTo(2);
+            assertThat(r.err()).contains("bucket name").contains(rule).contains("--allow-legacy-bucket-name")
+                    .doesNotContain("refused");
+        }
+    }
+
+    @Test
+    void quotaSetAcceptsValidAndExplicitlyAllowedLegacyBucketNames() throws Exception {
+        Path f = write("b.yaml", "quota: {rate: 1, burst: 1}\n");
+        for (String bucket : new String[] {"example-bucket", "a.b-c", "123", "x".repeat(63)}) {
+            // the name passes: the command goes on to etcd, which is not there
+            assertThat(run("quota", "set", bucket, f.toString(), "--etcd", "http://127.0.0.1:1").err()).as(bucket)
+                    .contains("refused");
+        }
+        assertThat(run("quota", "set", "Legacy_Bucket", f.toString(), "--allow-legacy-bucket-name",
+                "--etcd", "http://127.0.0.1:1").err()).contains("refused");
+        assertThat(run("quota", "delete", "Legacy_Bucket", "--allow-legacy-bucket-name",
+                "--etcd", "http://127.0.0.1:1").err()).contains("refused");
+    }
+
+    @Test
+    void gatewayReportsEveryPrincipalsFileErrorOnALineOfItsOwn() throws Exception {
+        Path p = write("principals.yaml", """
+                accounts:
+                  a: {keys: [], upload_rate: fast}
+                  b: {keys: [AKIAB], colour: blue}
+                """);
+        Run r = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString());
+        assertThat(r.status()).isEqualTo(2);
+        List<String> lines = r.err().lines().filter(l -> l.contains(p.toString())).toList();
+        assertThat(lines).hasSize(3);
+        assertThat(lines.get(0)).contains("accounts.a.keys");
+        assertThat(lines.get(1)).contains("accounts.a.upload_rate");
+        assertThat(lines.get(2)).contains("accounts.b: unknown field 'colour'");
+        assertThat(r.err()).contains("Try 'levee gateway --help'").doesNotContain("Usage:");
+    }
+
+    @Test
+    void theExampleFilesTheReadmeUsesShipAndAreValid() throws Exception {
+        Path root = Path.of("..").toAbsolutePath().normalize();
+        String readme = Files.readString(root.resolve("README.md"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("examples/[\\w.-]+\\.yaml").matcher(readme);
+        java.util.Set<String> named = new java.util.TreeSet<>();
+        while (m.find()) {
+            named.add(m.group());
+        }
+        assertThat(named).contains("examples/quotas.yaml", "examples/bucket.yaml");
+        for (String f : named) {
+            assertThat(root.resolve(f)).as(f).isRegularFile();
+        }
+        Run r = run("config", "validate", root.resolve("examples/quotas.yaml").toString());
+        assertThat(r.status()).as(r.err()).isZero();
+        // a bucket's value, as 'levee quota set' validates it before writing
+        dev.levee.quota.ResourceQuotas b = dev.levee.config.QuotaConfigLoader.parseResource("example-bucket",
+                Files.readString(root.resolve("examples/bucket.yaml")), "examples/bucket.yaml");
+        assertThat(b.prefixes()).hasSize(3);
+    }
+
+    @Test
+    void helpAndShippedTextsCiteDocumentsOfTheRepositoryNotTheSpec() throws Exception {
+        Path root = Path.of("..").toAbsolutePath().normalize();
+        List<String> texts = new java.util.ArrayList<>();
+        java.util.ArrayDeque<picocli.CommandLine> todo = new java.util.ArrayDeque<>();
+        todo.add(new picocli.CommandLine(Main.class));
+        while (!todo.isEmpty()) {
+            picocli.CommandLine c = todo.poll();
+            texts.add(c.getCommandSpec().qualifiedName() + "\n" + c.getUsageMessage());
+            todo.addAll(c.getSubcommands().values());
+        }
+        texts.add(Quotas.embeddedText());
+        texts.add(dev.levee.config.QuotaConfigLoader.toYaml(Quotas.embedded()));
+        texts.add(Files.readString(root.resolve("nginx/rate.lua")));
+        texts.add(Files.readString(root.resolve("openapi.yaml")));
+        try (var in = dev.levee.config.QuotaConfigLoader.class.getResourceAsStream(dev.levee.config.QuotaConfigLoader.EXAMPLE_RESOURCE)) {
+            texts.add(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+        }
+        assertThat(texts).hasSizeGreaterThan(20);
+        for (String t : texts) {
+            assertThat(t).as(t.lines().findFirst().orElse("")).doesNotContain("SPEC");
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("docs/[\\w.-]+\\.md").matcher(t);
+            while (m.find()) {
+                assertThat(root.resolve(m.group())).as(m.group()).isRegularFile();
+            }
+        }
+    }
+
+    static String[] concat(String[] a, String... b) {
+        String[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
 }

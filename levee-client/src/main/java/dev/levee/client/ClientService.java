@@ -25,8 +25,8 @@ import org.slf4j.LoggerFactory;
  * (with {@code Retry-After}) / 500 and header {@code X-Levee-Result}; the GET form (NGINX's
  * subrequest, which reads only the status and headers) has an empty body, the POST form a JSON body
  * with the limiter, resource, operation and matched quota level. A request missing method or URI
- * gets 400. Also {@code GET /health} (503 until a limiter list is known) and
- * {@code GET /metrics}.
+ * gets 400. Also {@code GET /health} (503 while no limiter is known — every check then fails and passes by
+ * NGINX's failure policy — or the observer is unreachable, with the reason) and {@code GET /metrics}.
  */
 public final class ClientService implements AutoCloseable {
 
@@ -71,9 +71,12 @@ public final class ClientService implements AutoCloseable {
                 }
             });
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-            boolean ready = !client.view().limiters().isEmpty();
-            Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready" : "no limiters known",
-                    "revision", client.view().revision(), "observerReachable", client.observerReachable()));
+            // not ready while failing open (no limiter known) or the observer is unreachable (SPEC.md §11)
+            String degraded = client.degradedReason();
+            Http.json(req.response(), degraded == null ? 200 : 503, Map.of(
+                    "status", degraded == null ? "ready" : client.failingOpen() ? "no limiters known" : "observer unreachable",
+                    "revision", client.view().revision(), "observerReachable", client.observerReachable(),
+                    "failOpen", client.failingOpen(), "reason", degraded == null ? "" : degraded));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
         } else {

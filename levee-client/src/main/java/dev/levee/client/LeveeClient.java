@@ -85,10 +85,13 @@ public final class LeveeClient implements AutoCloseable {
      *                     first {@code g} is started only if {@code checkTimeout} still fits before it
      *                     (default {@value #DEFAULT_CHECK_DEADLINE_MS} ms, below NGINX's default check
      *                     {@code --timeout} of 1 s; positive)
+     * @param warnInterval least time between two warnings about a lasting degraded state — no limiter known
+     *                     (every check fails, and passes by NGINX's or the gateway's failure policy) or the
+     *                     observer unreachable (default 10 s, CLI {@code --warn-interval}; positive)
      */
     public record Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
                           List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
-                          Duration checkDeadline) {
+                          Duration checkDeadline, Duration warnInterval) {
         /** Requests outstanding per limiter before checks are batched, by default: 4. */
         public static final int DEFAULT_MAX_IN_FLIGHT = 4;
         /** Checks per batch at most, by default: 256. */
@@ -123,7 +126,18 @@ public final class LeveeClient implements AutoCloseable {
             if (listGrace == null || listGrace.isNegative()) {
                 throw new IllegalArgumentException("list grace must not be negative");
             }
+            if (warnInterval == null || warnInterval.isNegative() || warnInterval.isZero()) {
+                throw new IllegalArgumentException("warning interval must be positive");
+            }
             baseDomains = List.copyOf(baseDomains);
+        }
+
+        /** Settings with the default warning interval (10 s). */
+        public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
+                       List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
+                       Duration checkDeadline) {
+            this(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace, checkDeadline,
+                    dev.levee.runtime.LoudCondition.DEFAULT_INTERVAL);
         }
 
         /** Settings with the default check deadline. */
@@ -218,7 +232,8 @@ public final class LeveeClient implements AutoCloseable {
     /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
     private volatile boolean stopped;
     private volatile boolean observerReachable;
-    private volatile boolean firstRefresh = true;
+    /** Why the last refresh failed, for the warning. */
+    private volatile String lastObserverError;
     private long refreshTimer = -1;
     private final io.vertx.core.Context context;
     /** Whether the list in use is being kept against a newer one, and since when (ticker ns). */
@@ -226,6 +241,8 @@ public final class LeveeClient implements AutoCloseable {
     private long heldSince;
     /** The reason of the hold in progress, logged once per hold. */
     private String holdReason;
+    /** No limiter known or the observer unreachable: warned at start, every warnInterval, and at the end. */
+    private final dev.levee.runtime.LoudCondition degraded;
 
     private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
         this.vertx = vertx;
@@ -235,6 +252,15 @@ public final class LeveeClient implements AutoCloseable {
         this.context = vertx.getOrCreateContext();
         io.micrometer.core.instrument.Gauge.builder("levee_client_list_held", this, c -> c.held ? 1 : 0)
                 .description("1 while the last limiter list is kept against a newer one (see levee_client_list_holds_total)")
+                .register(registry);
+        this.degraded = new dev.levee.runtime.LoudCondition(options.warnInterval());
+        io.micrometer.core.instrument.Gauge.builder("levee_client_fail_open", this, c -> c.view.limiters().isEmpty() ? 1 : 0)
+                .description("1 while no limiter is known: every check answers failed and passes by the failure policy"
+                        + " (counted in levee_client_results_total{result=\"failed\"})")
+                .register(registry);
+        io.micrometer.core.instrument.Gauge.builder("levee_client_observer_unreachable", this,
+                        c -> c.observerReachable ? 0 : 1)
+                .description("1 while the last refresh did not reach the observer (the last list is kept)")
                 .register(registry);
         this.classifier = options.baseDomains().isEmpty() ? S3Classifier.pathStyleOnly()
                 : S3Classifier.withBaseDomains(options.baseDomains());
@@ -259,7 +285,9 @@ public final class LeveeClient implements AutoCloseable {
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
         LeveeClient c = new LeveeClient(vertx, options, ticker, registry);
         return c.refresh().recover(e -> Future.succeededFuture()).map(v -> {
-            c.refreshTimer = vertx.setPeriodic(options.refresh().toMillis(), t -> c.refresh());
+            c.refreshTimer = vertx.setPeriodic(options.refresh().toMillis(),
+                    t -> c.refresh().onComplete(ar -> c.sayIfDegraded()));
+            c.sayIfDegraded();
             return c;
         });
     }
@@ -304,13 +332,11 @@ public final class LeveeClient implements AutoCloseable {
                     return (Void) null;
                 })
                 .onFailure(e -> {
-                    if (observerReachable || firstRefresh) {
-                        LOG.warn("observer {} unreachable, keeping the last list (revision {}): {}", options.observer(),
-                                view.revision(), e.getMessage());
-                    }
+                    // said (WARN) by sayIfDegraded, with this cause, at once and every warnInterval while it lasts
+                    lastObserverError = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
                     observerReachable = false;
                 })
-                .onComplete(ar -> firstRefresh = false);
+                .mapEmpty();
     }
 
     /**
@@ -377,6 +403,48 @@ public final class LeveeClient implements AutoCloseable {
             return http.request(o);
         } catch (RuntimeException e) {
             return Future.failedFuture(e);
+        }
+    }
+
+    /**
+     * Returns why checks are not decided as they should be now, or null when they are: no limiter known
+     * (every check answers {@code failed} and passes by the failure policy: NGINX's {@code on_failure},
+     * the gateway's {@code --on-failure}) or the observer unreachable (the last list is kept and may be
+     * out of date). SPEC.md §11.
+     */
+    public String degradedReason() {
+        if (stopped) {
+            return null;
+        }
+        View v = view;
+        if (v.limiters().isEmpty()) {
+            return (observerReachable ? "observer " + options.observer() + " lists no active limiter"
+                    : "observer " + options.observer() + " unreachable and no limiter known")
+                    + ": every check answers 'failed' and passes by the failure policy (fails open by default)";
+        }
+        if (!observerReachable) {
+            return "observer " + options.observer() + " unreachable: checks use the last list (" + v.limiters().size()
+                    + " limiters, revision " + v.revision() + "), which may be out of date";
+        }
+        return null;
+    }
+
+    /** Returns whether every check fails now for want of a limiter (and passes by the failure policy). */
+    public boolean failingOpen() {
+        return !stopped && view.limiters().isEmpty();
+    }
+
+    /** Logs the degraded state: a WARN when it begins and at most once per warnInterval while it lasts. */
+    private void sayIfDegraded() {
+        dev.levee.runtime.LoudCondition.Report r = degraded.update(ticker.read(), degradedReason());
+        switch (r.kind()) {
+            case BEGAN -> LOG.warn("{}{}", r.reason(), observerReachable ? "" : " (" + lastObserverError + ")");
+            case LASTS -> LOG.warn("{} (for {} s{})", r.reason(), r.seconds(),
+                    observerReachable ? "" : "; " + lastObserverError);
+            case ENDED -> LOG.info("checks decided by limiters again after {} s ({} limiters known)", r.seconds(),
+                    view.limiters().size());
+            case NONE -> {
+            }
         }
     }
 

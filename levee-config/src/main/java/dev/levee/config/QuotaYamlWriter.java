@@ -21,7 +21,7 @@ import java.util.Map;
  */
 final class QuotaYamlWriter {
 
-    static final String HEADER = "# Levee quotas, single-file form (SPEC.md §4): rate in requests per second, burst in requests.\n";
+    static final String HEADER = "# Levee quotas, single-file form (docs/quotas.md): rate in requests per second, burst in requests.\n";
 
     private static final YAMLFactory FACTORY = YAMLFactory.builder()
             .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)

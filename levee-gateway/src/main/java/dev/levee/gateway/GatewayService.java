@@ -485,8 +485,15 @@ public final class GatewayService implements AutoCloseable {
 
     /** Returns what {@code GET /health/ready} reports now: aggregated counters, no principal ids. */
     public ReadyReport readyReport() {
+        // with enforcement and no limiter known, every check fails: requests pass (allow) or are refused
+        // (deny) by --on-failure, and the gateway is not ready (SPEC.md §11); the client warns in its log.
+        // With site budgets, expired shares also make it not ready (SPEC.md §10)
         String status = closing ? "closing"
-                : governance != null && governance.site() != null && governance.site().failingClosed() ? "failingClosed" : "ready";
+                : governance != null && governance.site() != null && governance.site().failingClosed() ? "site_shares_expired"
+                : options.enforce() && client != null && client.failingOpen()
+                        ? (options.onFailure() == OnFailure.DENY ? "failing_closed" : "failing_open")
+                : options.enforce() && client != null && !client.observerReachable() ? "observer_unreachable"
+                : "ready";
         return new ReadyReport(status, inFlight(),
                 governance == null ? ReadyReport.GovernanceReport.off() : governance.report(),
                 new ReadyReport.ClientFaults(headerTimeouts.sum(), bodyTimeouts.sum(), sendTimeouts.sum(), malformedRequests.sum(),

@@ -65,7 +65,8 @@ final class PrincipalsFile {
             }
         }
         if (!problems.isEmpty()) {
-            throw new IllegalArgumentException(source + ": " + String.join("; " + source + ": ", problems));
+            // every problem on a line of its own, as 'levee config validate' reports a quota file's
+            throw new IllegalArgumentException(source + ": " + String.join("\n" + source + ": ", problems));
         }
         return directory;
     }

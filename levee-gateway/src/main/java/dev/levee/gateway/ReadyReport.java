@@ -14,8 +14,10 @@ import java.util.Map;
  * bandwidth counters per class and direction. It never carries principal ids, access keys, paths
  * or object names. Its schema is {@code ReadyResponse} in the repository's {@code openapi.yaml}.
  *
- * @param status           {@code ready}; {@code closing} once shutdown began, {@code failingClosed} while the
- *                         site shares have expired (SPEC.md §10); both answered with 503
+ * @param status           {@code ready}; else (then 503) {@code closing} once shutdown began, {@code failing_open} /
+ *                         {@code failing_closed} while enforcement knows no limiter (requests pass or are refused by
+ *                         {@code --on-failure}), {@code observer_unreachable} while its last limiter list is kept, {@code site_shares_expired}
+ *                         while the site bandwidth shares have expired (SPEC.md §10)
  * @param inFlightRequests S3 requests the gateway is handling now
  * @param governance       the governance counters
  * @param clientFaults     requests and connections given up because of their client (issue 10)

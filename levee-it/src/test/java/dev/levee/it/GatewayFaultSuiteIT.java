@@ -967,6 +967,7 @@ class GatewayFaultSuiteIT {
      */
     static final class Backend implements AutoCloseable {
         final BlobStoreContext context = ContextBuilder.newBuilder("transient").credentials("identity", "credential")
+                .modules(List.of(new org.jclouds.logging.slf4j.config.SLF4JLoggingModule())) // into the test log, not stderr
                 .build(BlobStoreContext.class);
         final int port = RoleProcess.freePort();
         volatile S3Proxy proxy;

@@ -278,7 +278,7 @@ class SiteBandwidthIT {
                 ms(takenOver - expired), sharesLine());
         // new requests at g2 are refused with 503 SlowDown while it fails closed
         JsonNode r = site.gateway(2).ready();
-        assertThat(r.at("/status").asText()).isEqualTo("failingClosed");
+        assertThat(r.at("/status").asText()).isEqualTo("site_shares_expired");
         assertThat(view().entries()).noneMatch(e -> e.gatewayId().equals("g2"));
         assertThat(victimPrefix).isNotEmpty();
         long heal = System.nanoTime();

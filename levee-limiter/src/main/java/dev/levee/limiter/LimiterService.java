@@ -66,9 +66,12 @@ public final class LimiterService implements AutoCloseable {
      *                        membership, so that clients move away (CLI default 2 s; zero: none)
      * @param shutdownTimeout on {@link #stop()}, how long checks in flight get to be answered before the
      *                        connections are closed (default 5 s)
+     * @param warnInterval    least time between two warnings while heartbeats do not reach the observer (default
+     *                        10 s, CLI {@code --warn-interval}; positive)
      */
     public record Options(String id, HostPort listen, HostPort advertise, HostPort observer, Duration heartbeat,
-                          long maxKeys, Duration warmup, Duration drainGrace, Duration shutdownTimeout) {
+                          long maxKeys, Duration warmup, Duration drainGrace, Duration shutdownTimeout,
+                          Duration warnInterval) {
         /** Validates the settings. @throws IllegalArgumentException when a value is out of range */
         public Options {
             if (id == null || !id.matches("[A-Za-z0-9._:-]{1,128}")) {
@@ -83,6 +86,16 @@ public final class LimiterService implements AutoCloseable {
             if (warmup.isNegative() || drainGrace.isNegative() || shutdownTimeout.isNegative()) {
                 throw new IllegalArgumentException("warm-up, drain grace and shutdown timeout must not be negative");
             }
+            if (warnInterval == null || warnInterval.isNegative() || warnInterval.isZero()) {
+                throw new IllegalArgumentException("warning interval must be positive");
+            }
+        }
+
+        /** Settings with the default warning interval (10 s). */
+        public Options(String id, HostPort listen, HostPort advertise, HostPort observer, Duration heartbeat,
+                       long maxKeys, Duration warmup, Duration drainGrace, Duration shutdownTimeout) {
+            this(id, listen, advertise, observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout,
+                    dev.levee.runtime.LoudCondition.DEFAULT_INTERVAL);
         }
 
         /**
@@ -123,6 +136,11 @@ public final class LimiterService implements AutoCloseable {
     private volatile boolean serving;
     private volatile String notServing = "warming up";
     private volatile boolean stopping;
+    /** Whether the last heartbeat reached the observer (true until one failed, and without an observer). */
+    private volatile boolean observerReachable = true;
+    private volatile String heartbeatError;
+    private final dev.levee.runtime.LoudCondition unregistered;
+    private final Ticker ticker;
 
     private LimiterService(Vertx vertx, Options options, QuotaSource config, Ticker ticker,
                            MeterRegistry registry) {
@@ -131,6 +149,11 @@ public final class LimiterService implements AutoCloseable {
         this.config = config;
         this.registry = registry;
         this.table = GcraTable.create(ticker, options.maxKeys());
+        this.ticker = ticker;
+        this.unregistered = new dev.levee.runtime.LoudCondition(options.warnInterval());
+        Gauge.builder("levee_limiter_observer_unreachable", this, s -> s.observerReachable ? 0 : 1)
+                .description("1 while heartbeats do not reach the observer: clients may not list this limiter")
+                .tag("limiter", options.id()).register(registry);
         Gauge.builder("levee_limiter_keys", table, GcraTable::size).description("limit keys held")
                 .tag("limiter", options.id()).register(registry);
         io.micrometer.core.instrument.FunctionCounter.builder("levee_limiter_key_evictions_total", table,
@@ -276,13 +299,31 @@ public final class LimiterService implements AutoCloseable {
                         .setPort(options.observer().port()).setURI("/v1/heartbeat").setTimeout(2000)
                         .putHeader("Content-Type", "application/json"))
                 .compose(r -> r.send(Buffer.buffer(body)))
-                .onSuccess(resp -> {
-                    if (resp.statusCode() != 204) {
-                        LOG.warn("observer refused heartbeat of {}: HTTP {}", options.id(), resp.statusCode());
-                    }
-                })
-                .onFailure(e -> LOG.warn("heartbeat to observer {} failed: {}", options.observer(),
-                        e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
+                .onSuccess(resp -> heartbeatDone(resp.statusCode() == 204 ? null : "HTTP " + resp.statusCode()))
+                .onFailure(e -> heartbeatDone(e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
+    }
+
+    /**
+     * Records a heartbeat's outcome ({@code error} null: accepted) and warns when heartbeats start failing, at
+     * most once per warnInterval while they keep failing, and once when they reach the observer again.
+     */
+    private void heartbeatDone(String error) {
+        if (stopping) {
+            return;
+        }
+        observerReachable = error == null;
+        heartbeatError = error;
+        var r = unregistered.update(ticker.read(), error == null ? null
+                : "heartbeats of limiter " + options.id() + " do not reach the observer " + options.observer()
+                        + ": clients may not list it (its /health answers 503)");
+        switch (r.kind()) {
+            case BEGAN -> LOG.warn("{} ({})", r.reason(), error);
+            case LASTS -> LOG.warn("{} (for {} s; {})", r.reason(), r.seconds(), error);
+            case ENDED -> LOG.info("heartbeats of limiter {} reach the observer {} again after {} s", options.id(),
+                    options.observer(), r.seconds());
+            case NONE -> {
+            }
+        }
     }
 
     private void handle(HttpServerRequest req) {
@@ -297,9 +338,10 @@ public final class LimiterService implements AutoCloseable {
         } else if (path.equals("/v1/checks") && req.method() == HttpMethod.POST) {
             Http.withBody(req, CheckBatch.MAX_BODY, body -> checkBatch(req, body));
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-            boolean ready = serving && config.ready();
+            boolean ready = serving && config.ready() && observerReachable;
             Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready"
-                            : !serving ? notServing : "configuration source unreachable",
+                            : !serving ? notServing : !config.ready() ? "configuration source unreachable"
+                            : "observer unreachable: " + heartbeatError,
                     "id", options.id(), "revision", config.revision()));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);

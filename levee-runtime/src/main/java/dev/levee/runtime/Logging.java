@@ -9,8 +9,9 @@ import org.apache.logging.log4j.core.config.builder.api.LayoutComponentBuilder;
 import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
 
 /**
- * Configures SLF4J's backend (Log4j 2) to write RFC 5424 syslog messages to one {@link LogTarget}
- * through asynchronous loggers that never block the caller (SPEC.md §2).
+ * Configures SLF4J's backend (Log4j 2) to write RFC 5424 syslog messages (or, on a terminal and for the
+ * journal, the forms {@link LogTarget} describes) to one {@link LogTarget} through asynchronous loggers that
+ * never block the caller (SPEC.md §2).
  *
  * <p>Every logger is a Log4j {@code AsyncLogger}: the event goes onto an LMAX Disruptor ring of
  * {@value #QUEUE_SIZE} slots, drained by one background thread that formats and writes in batches
@@ -51,6 +52,7 @@ public final class Logging {
      * @throws IllegalArgumentException when the level is unknown or a log file cannot be written
      */
     public static synchronized void configure(LogTarget target, String appName, String level) {
+        target = target.resolve().target();
         if (level == null || !java.util.Set.of("OFF", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
                 .contains(level.toUpperCase(java.util.Locale.ROOT))) {
             throw new IllegalArgumentException("log level '" + level + "' is not one of ERROR, WARN, INFO, DEBUG, TRACE, OFF");
@@ -91,6 +93,16 @@ public final class Logging {
                     .add(rfc5424);
             case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
                     .addAttribute("immediateFlush", false).add(rfc5424); // flushed at the end of each batch
+            // a person's line: time, level, logger, message (one line; an exception's first lines on the next ones)
+            case "console" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
+                    .addAttribute("immediateFlush", false).add(b.newLayout("PatternLayout")
+                            .addAttribute("pattern", "%d{HH:mm:ss.SSS} %-5level %logger: %enc{%m}{CRLF}%n%ex{8}"));
+            // sd-daemon(3) prefixes: journald stores the priority; one entry a line (newlines escaped)
+            case "journal" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
+                    .addAttribute("immediateFlush", false).add(b.newLayout("PatternLayout")
+                            .addAttribute("alwaysWriteExceptions", false)
+                            .addAttribute("pattern", "<%level{FATAL=2, ERROR=3, WARN=4, INFO=6, DEBUG=7, TRACE=7}>%logger:"
+                                    + " %enc{%m}{CRLF}%enc{%ex{8}}{CRLF}%n"));
             default -> b.newAppender("out", "Syslog")
                     .addAttribute("host", target.host())
                     .addAttribute("port", target.port())
@@ -113,6 +125,7 @@ public final class Logging {
             b.add(b.newAsyncLogger(noisy, Level.WARN).addAttribute("additivity", true));
         }
         BuiltConfiguration config = b.build();
+        StatusLines.install();
         lastTarget = target;
         lastApp = appName;
         lastLevel = level;
@@ -124,6 +137,70 @@ public final class Logging {
         }
         ctx.updateLoggers();
     }
+
+    /**
+     * Log4j's own errors (a syslog peer that went away: "Broken pipe", a full disk) as one line each on
+     * standard error, at most one line per {@value #STATUS_INTERVAL_S} s for the same message, never a stack
+     * trace (Log4j's console listener prints the whole trace of every failed write).
+     */
+    static final class StatusLines implements org.apache.logging.log4j.status.StatusListener {
+        private static final StatusLines INSTANCE = new StatusLines();
+        private static boolean installed;
+        private final java.util.Map<String, long[]> last = new java.util.concurrent.ConcurrentHashMap<>();
+
+        static synchronized void install() {
+            org.apache.logging.log4j.status.StatusLogger status = org.apache.logging.log4j.status.StatusLogger.getLogger();
+            if (!installed) {
+                // once a listener is registered, Log4j 2.25 no longer prints through its console fallback listener
+                // (whose level still decides which events are made)
+                status.registerListener(INSTANCE);
+                installed = true;
+            }
+        }
+
+        /** Returns the line for a status event: its message and the innermost cause, no trace. */
+        static String line(String message, Throwable t) {
+            StringBuilder sb = new StringBuilder("levee logging: ").append(message);
+            Throwable root = t;
+            while (root != null && root.getCause() != null && root.getCause() != root) {
+                root = root.getCause();
+            }
+            if (root != null) {
+                sb.append(" (").append(root.getMessage() == null ? root.getClass().getSimpleName() : root.getMessage())
+                        .append(')');
+            }
+            return sb.toString().replace('\n', ' ');
+        }
+
+        @Override
+        public void log(org.apache.logging.log4j.status.StatusData data) {
+            String text = line(data.getMessage().getFormattedMessage(), data.getThrowable());
+            long now = SystemTicker.INSTANCE.read();
+            long[] seen = last.computeIfAbsent(text, k -> new long[] {now - STATUS_INTERVAL_S * 1_000_000_000L - 1, 0});
+            synchronized (seen) {
+                if (now - seen[0] <= STATUS_INTERVAL_S * 1_000_000_000L) {
+                    seen[1]++;
+                    return;
+                }
+                long suppressed = seen[1];
+                seen[0] = now;
+                seen[1] = 0;
+                System.err.println(text + (suppressed > 0 ? " [" + suppressed + " more like it]" : ""));
+            }
+        }
+
+        @Override
+        public Level getStatusLevel() {
+            return Level.ERROR;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /** Least seconds between two lines about the same Log4j error: 10. */
+    static final long STATUS_INTERVAL_S = 10;
 
     /** Longest {@link #shutdown()} waits for queued lines to leave: 5 s. */
     public static final long SHUTDOWN_MILLIS = 5_000;

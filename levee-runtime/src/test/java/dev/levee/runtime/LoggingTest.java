@@ -107,6 +107,27 @@ class LoggingTest {
     }
 
     @Test
+    void log4jsOwnErrorsAreOneLineWithTheirCauseNeverAStackTrace() {
+        Logging.configure(LogTarget.parse("stderr"), "levee-test", "WARN");
+        assertThat(org.apache.logging.log4j.status.StatusLogger.getLogger().getListeners())
+                .anyMatch(l -> l instanceof Logging.StatusLines);
+        java.io.PrintStream oldErr = System.err;
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        try {
+            System.setErr(new java.io.PrintStream(err, true, StandardCharsets.UTF_8));
+            org.apache.logging.log4j.status.StatusLogger.getLogger().error("Unable to write to stream TCP:127.0.0.1:6514 for"
+                    + " appender out", new IllegalStateException("Error sending", new java.net.SocketException("Broken pipe")));
+            // the same again within 10 s: counted, not printed
+            org.apache.logging.log4j.status.StatusLogger.getLogger().error("Unable to write to stream TCP:127.0.0.1:6514 for"
+                    + " appender out", new IllegalStateException("Error sending", new java.net.SocketException("Broken pipe")));
+        } finally {
+            System.setErr(oldErr);
+        }
+        assertThat(err.toString(StandardCharsets.UTF_8)).isEqualTo("levee logging: Unable to write to stream"
+                + " TCP:127.0.0.1:6514 for appender out (Broken pipe)" + System.lineSeparator());
+    }
+
+    @Test
     void aDirectoryAsLogFileIsRefusedClearly(@TempDir Path dir) {
         org.assertj.core.api.Assertions.assertThatThrownBy(() ->
                         Logging.configure(LogTarget.parse("file:" + dir), "levee-test", "INFO"))
@@ -121,6 +142,23 @@ class LoggingTest {
                 .hasMessageContaining("udp://HOST:PORT");
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> LogTarget.parse("udp://host:99999"))
                 .hasMessageContaining("out of range");
+    }
+
+    @Test
+    void autoTargetIsTheJournalUnderSystemdAPersonsLineOnATerminalAndSyslogOnlyWhenStderrIsDevNull() {
+        assertThat(LogTarget.parse("auto")).isEqualTo(LogTarget.DEFAULT);
+        assertThat(LogTarget.resolveAuto("8:12345", "/dev/pts/0").target().kind()).isEqualTo("journal");
+        assertThat(LogTarget.resolveAuto(null, "/dev/pts/3").target().kind()).isEqualTo("console");
+        assertThat(LogTarget.resolveAuto(null, "/dev/tty1").target().kind()).isEqualTo("console");
+        assertThat(LogTarget.resolveAuto(null, "/tmp/role.out").target().kind()).isEqualTo("stderr");
+        assertThat(LogTarget.resolveAuto(null, "pipe:[4711]").target().kind()).isEqualTo("stderr");
+        assertThat(LogTarget.resolveAuto(null, null).target().kind()).isEqualTo("stderr");
+        assertThat(LogTarget.resolveAuto(null, "/dev/null").target()).isEqualTo(LogTarget.LOCAL_SYSLOG);
+        assertThat(LogTarget.resolveAuto(null, "/dev/null").why()).contains("/dev/null");
+        // an explicit target is kept as given
+        assertThat(LogTarget.parse("udp://127.0.0.1:514").resolve().target().kind()).isEqualTo("udp");
+        assertThat(LogTarget.parse("udp://127.0.0.1:514").resolve().why()).isEmpty();
+        assertThat(LogTarget.parse("auto").resolve().target().kind()).isNotEqualTo("auto");
     }
 
     @Test

@@ -52,6 +52,8 @@ public final class EmbeddedS3 implements AutoCloseable {
         keys.put(ACCESS_KEY, SECRET_KEY);
         BlobStoreContext context = ContextBuilder.newBuilder("transient")
                 .credentials("identity", "credential")
+                // jclouds logs through SLF4J (the role's log), not java.util.logging's SEVERE traces on stderr
+                .modules(java.util.List.of(new org.jclouds.logging.slf4j.config.SLF4JLoggingModule()))
                 .build(BlobStoreContext.class);
         Exception last = null;
         for (int attempt = 0; attempt < 5; attempt++) {
