@@ -39,8 +39,9 @@ final class BandwidthCommand {
 
     private static final long TIMEOUT_S = 10;
 
-    private BandwidthCommand() {
-    }
+    /** etcd options, inherited by the subcommands (either position works). */
+    @picocli.CommandLine.Mixin
+    EtcdOptions etcd = new EtcdOptions();
 
     static String budgetKey(String prefix) {
         return EtcdShareStore.budgetKey(prefix);

@@ -115,16 +115,19 @@ final class QuotaCommand {
 
     /** Shared connection handling: opens the client, runs, closes. */
     abstract static class EtcdCall implements Callable<Integer> {
+        /** {@code levee quota} or {@code levee bandwidth}, whose etcd options are inherited. */
         @picocli.CommandLine.ParentCommand
-        QuotaCommand parent;
+        Object parent;
 
         /** The parent's etcd options (set before {@link #run}); a subcommand built alone gets its own. */
         EtcdOptions etcd = new EtcdOptions();
 
         @Override
         public Integer call() throws Exception {
-            if (parent != null) {
-                etcd = parent.etcd;
+            if (parent instanceof QuotaCommand q) {
+                etcd = q.etcd;
+            } else if (parent instanceof BandwidthCommand b) {
+                etcd = b.etcd;
             }
             if (!etcd.enabled()) {
                 throw new IllegalArgumentException("no etcd endpoint: pass --etcd http://HOST:PORT or set LEVEE_ETCD_ENDPOINTS");

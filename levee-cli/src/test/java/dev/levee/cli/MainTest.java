@@ -246,6 +246,8 @@ class MainTest {
             before the subcommand | quota --etcd http://127.0.0.1:1 get
             before, with a prefix | quota --etcd http://127.0.0.1:1 --etcd-prefix /x export
             calc                  | quota --etcd http://127.0.0.1:1 calc --rps 10
+            bandwidth, after      | bandwidth status --etcd http://127.0.0.1:1
+            bandwidth, before     | bandwidth --etcd http://127.0.0.1:1 set --download 30MiB/s
             """)
     void etcdOptionsWorkInEitherPositionAndARefusedConnectionIsReportedAtOnceNamingTheEndpoint(String what, String line) {
         long t0 = System.nanoTime();
