@@ -226,6 +226,13 @@ served() { # port metric
 }
 SERVED_CLIENT="$(served "$CLIENT" levee_client_results_total)"
 SERVED_LIMITERS=$(( $(served "$L1" levee_limiter_decisions_total) + $(served "$L2" levee_limiter_decisions_total) ))
+batches() { # port: "batches checks" of POST /v1/checks
+  exec 3<>"/dev/tcp/127.0.0.1/$1"
+  printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+  awk '$1 ~ /^levee_limiter_batch_checks_count/ { n += $2 } $1 ~ /^levee_limiter_batch_checks_sum/ { c += $2 } END { printf "%.0f %.0f", n, c }' <&3
+  exec 3>&-
+}
+read -r B1 C1 <<<"$(batches "$L1")"; read -r B2 C2 <<<"$(batches "$L2")"
 
 echo
 echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, levee log level $LEVEL, $(date -u +%Y-%m-%d), load average before: $LOAD_BEFORE"
@@ -249,6 +256,7 @@ for c in "$CONNS" 1; do
   done
 done
 echo "rate.lua counters (warm-up included): $checks"
-echo "checks decided over the whole run (warm-up included): levee-client $SERVED_CLIENT, limiters $SERVED_LIMITERS"
+echo "checks decided over the whole run (warm-up included): levee-client $SERVED_CLIENT, limiters $SERVED_LIMITERS;" \
+  "$((B1 + B2)) batches carried $((C1 + C2)) of them"
 echo "(check alone) = wrk straight to levee-client's GET /v1/s3check with the headers rate.lua's subrequest sends"
 echo "/ideal/ = rate.lua and the generated check location, answered by NGINX itself (a levee-client that costs nothing)"

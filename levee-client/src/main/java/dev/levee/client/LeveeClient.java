@@ -444,7 +444,7 @@ public final class LeveeClient implements AutoCloseable {
                     "no active limiter"));
         }
         // the group, then up to g more in HRW rank order: those the check may spill over to
-        List<Member> ranked = Rendezvous.top(v.limiters(), Member::id, c.resource(), 2 * g);
+        List<Member> ranked = ranked(v, c.resource(), 2 * g);
         long start = roundRobin.get(c.resource() + '\u0000' + c.operation().name(), r -> new AtomicLong()).getAndIncrement();
         long now = ticker.read();
         int[] idx = order(ranked.size(), g, start, i -> {
@@ -460,6 +460,26 @@ public final class LeveeClient implements AutoCloseable {
         Promise<ClientDecision> promise = Promise.promise();
         attempt(new Plan(c, order, beyond, g, now, promise), 0);
         return promise.future();
+    }
+
+    /** A resource's limiters in HRW rank order for one view of the list (the first {@code n}). */
+    private record Ranking(View view, int n, List<Member> ranked) {
+    }
+
+    /**
+     * HRW rankings per resource, kept while the view they were made from is in force (bounded: Caffeine,
+     * 100 000 entries): a check does not hash the resource with every member again.
+     */
+    private final com.github.benmanes.caffeine.cache.Cache<String, Ranking> rankings =
+            com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
+
+    private List<Member> ranked(View v, String resource, int n) {
+        Ranking r = rankings.getIfPresent(resource);
+        if (r == null || r.view() != v || r.n() != n) {
+            r = new Ranking(v, n, Rendezvous.top(v.limiters(), Member::id, resource, n));
+            rankings.put(resource, r);
+        }
+        return r.ranked();
     }
 
     /**
@@ -652,9 +672,18 @@ public final class LeveeClient implements AutoCloseable {
         private volatile boolean binary;
         private volatile boolean noBinary;
 
+        /** Request options by encoding (binary: +2) and form (batch: +1), built once: not one per request. */
+        private final RequestOptions[] requests = new RequestOptions[4];
+
         Channel(String address, HostPort addr) {
             this.address = address;
             this.addr = addr;
+            long timeout = options.checkTimeout().toMillis();
+            for (int k = 0; k < 4; k++) {
+                requests[k] = new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
+                        .setURI(k % 2 == 0 ? "/v1/check" : "/v1/checks").setIdleTimeout(timeout)
+                        .putHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, k >= 2 ? BINARY : JSON);
+            }
         }
 
         void submit(Pending p) {
@@ -742,9 +771,7 @@ public final class LeveeClient implements AutoCloseable {
                 body.appendString("]}");
             }
             long timeout = options.checkTimeout().toMillis();
-            request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
-                            .setURI(one ? "/v1/check" : "/v1/checks").setIdleTimeout(timeout)
-                            .putHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, bin ? BINARY : JSON))
+            request(requests[(bin ? 2 : 0) + (one ? 0 : 1)])
                     .compose(r -> r.send(body))
                     .compose(resp -> resp.body().map(b -> {
                         if (!bin && !noBinary && BinaryChecks.accepts(resp.getHeader(ACCEPT_POST))) {
