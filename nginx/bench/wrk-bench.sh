@@ -18,6 +18,7 @@
 # CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
 # ROWS (locations measured, default "none limitreq levee ideal client"),
+# ROW_TIMES=FILE appends "location conns start-ns end-ns requests" per row (to cut a JFR recording by row),
 # CLIENT_JAVA_OPTS / LIMITER_JAVA_OPTS (extra JVM options of levee-client / each limiter; "%r" in them
 # becomes the role's name, e.g. LIMITER_JAVA_OPTS='-XX:StartFlightRecording=filename=/tmp/%r.jfr,settings=profile').
 # Needs: nginx + libnginx-mod-http-lua (or OpenResty), wrk, a JDK >= 21.
@@ -188,17 +189,18 @@ HZ="$(getconf CLK_TCK)"
 LOCS="${ROWS:-none limitreq levee ideal client}"
 declare -A RPS P50 P99 ERR CPU_NGINX CPU_CLIENT CPU_LIMITERS CPU_ALL
 run() { # name conns
-  local out n0 c0 l0 a0 n1 c1 l1 a1
-  n0=$(ticks "$NGINX_PID"); c0=$(ticks "$CLIENT_PID"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy)
+  local out n0 c0 l0 a0 n1 c1 l1 a1 t0 t1
+  n0=$(ticks "$NGINX_PID"); c0=$(ticks "$CLIENT_PID"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy); t0=$(date +%s%N)
   if [ "$1" = client ]; then
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency -s "$WORK/check.lua" "http://127.0.0.1:$CLIENT")"
   else
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency "http://127.0.0.1:$S3/$1/obj")"
   fi
-  n1=$(ticks "$NGINX_PID"); c1=$(ticks "$CLIENT_PID"); l1=$(ticks "${LIMITER_PIDS[@]}"); a1=$(busy)
+  t1=$(date +%s%N); n1=$(ticks "$NGINX_PID"); c1=$(ticks "$CLIENT_PID"); l1=$(ticks "${LIMITER_PIDS[@]}"); a1=$(busy)
   echo "$out" > "$WORK/logs/wrk-$1-c$2.txt"
   local reqs
   reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
+  [ -n "${ROW_TIMES:-}" ] && echo "$1 $2 $t0 $t1 $reqs" >> "$ROW_TIMES"
   per() { awk -v t="$1" -v n="$reqs" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print "-" }'; }
   CPU_NGINX[$1.$2]="$(per $((n1 - n0)))"; CPU_CLIENT[$1.$2]="$(per $((c1 - c0)))"
   CPU_LIMITERS[$1.$2]="$(per $((l1 - l0)))"; CPU_ALL[$1.$2]="$(per $((a1 - a0)))"
