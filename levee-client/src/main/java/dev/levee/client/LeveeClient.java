@@ -773,13 +773,12 @@ public final class LeveeClient implements AutoCloseable {
                 }
             }
             if (!batch.isEmpty()) {
-                send(batch);
+                send(batch, bin); // in the encoding its size was counted in
             }
         }
 
-        private void send(List<Pending> batch) {
+        private void send(List<Pending> batch, boolean bin) {
             boolean one = batch.size() == 1;
-            boolean bin = binary;
             Buffer body;
             if (bin) {
                 io.netty.buffer.ByteBuf b = BinaryChecks.start(batch.size(), 8 + batch.size() * 64);
