@@ -686,53 +686,22 @@ public final class LeveeClient implements AutoCloseable {
             }
         }
 
-        /**
-         * Queues a check. When a request slot is free, the queue is sent at the end of the current
-         * event-loop turn rather than at once: the checks that arrive in one turn (the subrequests NGINX
-         * sent over several connections, read in one wake-up) go out as one request, without waiting
-         * for any answer (issue 12; fewer requests and system calls per check).
-         */
         void submit(Pending p) {
-            boolean schedule = false;
-            boolean full = false;
+            boolean now;
             synchronized (this) {
-                if (waiting.size() >= MAX_QUEUED) {
-                    full = true;
-                } else {
+                now = inFlight < options.maxInFlight();
+                if (now) {
+                    inFlight++;
+                } else if (waiting.size() < MAX_QUEUED) {
                     waiting.add(p);
-                    if (!flushScheduled && inFlight < options.maxInFlight()) {
-                        flushScheduled = true;
-                        schedule = true;
-                    }
+                    return;
                 }
             }
-            if (full) {
+            if (now) {
+                send(List.of(p), binary);
+            } else {
                 count("queue_full");
                 attempt(p.plan(), p.i() + 1);
-                return;
-            }
-            if (schedule) {
-                io.vertx.core.Context ctx = Vertx.currentContext();
-                (ctx != null ? ctx : context).runOnContext(flush);
-            }
-        }
-
-        private boolean flushScheduled;
-        private final io.vertx.core.Handler<Void> flush = v -> flush();
-
-        /** Sends what waits on the free request slots (each slot takes one batch; a slot left with nothing is freed). */
-        private void flush() {
-            synchronized (this) {
-                flushScheduled = false;
-            }
-            while (true) {
-                synchronized (this) {
-                    if (inFlight >= options.maxInFlight() || waiting.isEmpty()) {
-                        return;
-                    }
-                    inFlight++;
-                }
-                next();
             }
         }
 
