@@ -33,6 +33,11 @@ levee_jvm_options() {
     demo|bench) heap="-Xmx1g" ;;
     *) heap="-Xmx256m -XX:TieredStopAtLevel=1" ;; # short-lived tools: quota, config, nginx-config, --help
   esac
+  # a collector chosen in LEVEE_JAVA_OPTS wins (two would stop the JVM at start: "multiple garbage collectors
+  # selected"), e.g. Epsilon for a load generator that must not pause itself (docs/BENCHMARKS.md)
+  case " ${LEVEE_JAVA_OPTS:-} " in
+    *" -XX:+Use"*"GC "*) echo "$heap -XX:+ExitOnOutOfMemoryError"; return 0 ;;
+  esac
   echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:+ExitOnOutOfMemoryError"
 }
 

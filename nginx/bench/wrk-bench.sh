@@ -16,7 +16,11 @@
 # Usage: nginx/bench/wrk-bench.sh [DURATION] [CONNS]      (defaults: 15s 32)
 # Environment: WORKERS (NGINX worker_processes, default 1), LOG_LEVEL (levee roles, default INFO),
 # CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
-# WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output.
+# WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
+# ROWS (locations measured, default "none limitreq levee ideal client"),
+# ROW_TIMES=FILE appends "location conns start-ns end-ns requests" per row (to cut a JFR recording by row),
+# CLIENT_JAVA_OPTS / LIMITER_JAVA_OPTS (extra JVM options of levee-client / each limiter; "%r" in them
+# becomes the role's name, e.g. LIMITER_JAVA_OPTS='-XX:StartFlightRecording=filename=/tmp/%r.jfr,settings=profile').
 # Needs: nginx + libnginx-mod-http-lua (or OpenResty), wrk, a JDK >= 21.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -81,12 +85,12 @@ PIDS+=($!)
 wait_for "$OBS" /v1/limiters observer
 for i in 1 2; do
   port=$L1; [ "$i" = 2 ] && port=$L2
-  "${LEVEE[@]}" limiter --id "limiter-$i" --listen "127.0.0.1:$port" --observer "127.0.0.1:$OBS" \
+  LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${LIMITER_JAVA_OPTS//%r/limiter-$i}" "${LEVEE[@]}" limiter --id "limiter-$i" --listen "127.0.0.1:$port" --observer "127.0.0.1:$OBS" \
     --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/limiter-$i.log" --log-level "$LEVEL" &
   PIDS+=($!)
   LIMITER_PIDS+=($!)
 done
-"${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
+LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${CLIENT_JAVA_OPTS//%r/client}" "${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
   --log-level "$LEVEL" ${CLIENT_OPTS:-} &
 PIDS+=($!)
 CLIENT_PID=$!
@@ -182,19 +186,21 @@ ticks() {
 }
 busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 HZ="$(getconf CLK_TCK)"
+LOCS="${ROWS:-none limitreq levee ideal client}"
 declare -A RPS P50 P99 ERR CPU_NGINX CPU_CLIENT CPU_LIMITERS CPU_ALL
 run() { # name conns
-  local out n0 c0 l0 a0 n1 c1 l1 a1
-  n0=$(ticks "$NGINX_PID"); c0=$(ticks "$CLIENT_PID"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy)
+  local out n0 c0 l0 a0 n1 c1 l1 a1 t0 t1
+  n0=$(ticks "$NGINX_PID"); c0=$(ticks "$CLIENT_PID"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy); t0=$(date +%s%N)
   if [ "$1" = client ]; then
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency -s "$WORK/check.lua" "http://127.0.0.1:$CLIENT")"
   else
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency "http://127.0.0.1:$S3/$1/obj")"
   fi
-  n1=$(ticks "$NGINX_PID"); c1=$(ticks "$CLIENT_PID"); l1=$(ticks "${LIMITER_PIDS[@]}"); a1=$(busy)
+  t1=$(date +%s%N); n1=$(ticks "$NGINX_PID"); c1=$(ticks "$CLIENT_PID"); l1=$(ticks "${LIMITER_PIDS[@]}"); a1=$(busy)
   echo "$out" > "$WORK/logs/wrk-$1-c$2.txt"
   local reqs
   reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
+  [ -n "${ROW_TIMES:-}" ] && echo "$1 $2 $t0 $t1 $reqs" >> "$ROW_TIMES"
   per() { awk -v t="$1" -v n="$reqs" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print "-" }'; }
   CPU_NGINX[$1.$2]="$(per $((n1 - n0)))"; CPU_CLIENT[$1.$2]="$(per $((c1 - c0)))"
   CPU_LIMITERS[$1.$2]="$(per $((l1 - l0)))"; CPU_ALL[$1.$2]="$(per $((a1 - a0)))"
@@ -204,7 +210,7 @@ run() { # name conns
   ERR[$1.$2]="$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")"
 }
 for c in "$CONNS" 1; do
-  for loc in none limitreq levee ideal client; do
+  for loc in $LOCS; do
     echo "wrk $loc with $c connection(s) for $DURATION..." >&2
     run "$loc" "$c"
   done
@@ -213,12 +219,28 @@ exec 3<>"/dev/tcp/127.0.0.1/$TINY"
 printf 'GET /levee/stats HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
 checks="$(tail -n 1 <&3)"
 exec 3>&-
+# checks each role served over the whole run (warm-up included), from its own counters
+served() { # port metric
+  exec 3<>"/dev/tcp/127.0.0.1/$1"
+  printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+  awk -v m="$2" '$1 ~ "^" m "\\{" && $1 ~ /result="(accepted|rejected)"/ { n += $2 } END { printf "%.0f", n }' <&3
+  exec 3>&-
+}
+SERVED_CLIENT="$(served "$CLIENT" levee_client_results_total)"
+SERVED_LIMITERS=$(( $(served "$L1" levee_limiter_decisions_total) + $(served "$L2" levee_limiter_decisions_total) ))
+batches() { # port: "batches checks" of POST /v1/checks
+  exec 3<>"/dev/tcp/127.0.0.1/$1"
+  printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+  awk '$1 ~ /^levee_limiter_batch_checks_count/ { n += $2 } $1 ~ /^levee_limiter_batch_checks_sum/ { c += $2 } END { printf "%.0f %.0f", n, c }' <&3
+  exec 3>&-
+}
+read -r B1 C1 <<<"$(batches "$L1")"; read -r B2 C2 <<<"$(batches "$L2")"
 
 echo
 echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, levee log level $LEVEL, $(date -u +%Y-%m-%d), load average before: $LOAD_BEFORE"
 printf '%-14s %6s %12s %9s %9s %10s %10s %8s\n' location conns "req/s" "p50 ms" "p99 ms" "vs none" "p99 +ms" non-2xx
 for c in "$CONNS" 1; do
-  for loc in none limitreq levee ideal client; do
+  for loc in $LOCS; do
     name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
     printf '%-14s %6s %12s %9s %9s %9s%% %10s %8s\n' "$name" "$c" "${RPS[$loc.$c]}" "${P50[$loc.$c]}" "${P99[$loc.$c]}" \
       "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]}" 'BEGIN { printf "%.0f", 100 * a / b }')" \
@@ -229,12 +251,14 @@ echo
 echo "CPU per request (us; clock ticks of 1/$HZ s over the run, divided by the requests wrk completed)"
 printf '%-14s %6s %8s %8s %9s %8s\n' location conns nginx client limiters machine
 for c in "$CONNS" 1; do
-  for loc in none limitreq levee ideal client; do
+  for loc in $LOCS; do
     name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
     printf '%-14s %6s %8s %8s %9s %8s\n' "$name" "$c" "${CPU_NGINX[$loc.$c]}" "${CPU_CLIENT[$loc.$c]}" \
       "${CPU_LIMITERS[$loc.$c]}" "${CPU_ALL[$loc.$c]}"
   done
 done
 echo "rate.lua counters (warm-up included): $checks"
+echo "checks decided over the whole run (warm-up included): levee-client $SERVED_CLIENT, limiters $SERVED_LIMITERS;" \
+  "$((B1 + B2)) batches carried $((C1 + C2)) of them"
 echo "(check alone) = wrk straight to levee-client's GET /v1/s3check with the headers rate.lua's subrequest sends"
 echo "/ideal/ = rate.lua and the generated check location, answered by NGINX itself (a levee-client that costs nothing)"

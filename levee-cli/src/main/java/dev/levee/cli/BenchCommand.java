@@ -66,6 +66,10 @@ final class BenchCommand {
                 description = "an already running limiter to drive (default: start one in this JVM)")
         HostPort target;
 
+        @Option(names = "--encoding", defaultValue = "binary",
+                description = "check encoding: binary (as levee-client speaks to limiters) or json (default: ${DEFAULT-VALUE})")
+        String encoding;
+
         @Option(names = "--log-target", converter = Converters.LogTargetConverter.class, defaultValue = "file:levee-logs/bench.log",
                 description = "where the limiter's decision log goes (default: ${DEFAULT-VALUE})")
         LogTarget logTarget;
@@ -75,6 +79,10 @@ final class BenchCommand {
             if (connections < 1 || outstanding < 1 || keys < 1 || !(fraction > 0 && fraction <= 1)) {
                 throw new IllegalArgumentException("--connections, --pipeline, --keys must be >= 1 and --latency-fraction in (0,1]");
             }
+            if (!encoding.equals("binary") && !encoding.equals("json")) {
+                throw new IllegalArgumentException("--encoding must be binary or json, got '" + encoding + "'");
+            }
+            binary = encoding.equals("binary");
             if (logTarget.file() != null && logTarget.file().getParent() != null) {
                 java.nio.file.Files.createDirectories(logTarget.file().getParent());
             }
@@ -109,9 +117,22 @@ final class BenchCommand {
             System.out.printf(Locale.ROOT, "throughput  %,10.0f checks/s  (closed loop, %d outstanding)  p50 %.3f ms  p99 %.3f ms  errors %d%n",
                     full.rate(), connections * outstanding, full.p50Ms(), full.p99Ms(), full.errors());
             double rate = full.rate() * fraction;
+            long[] ownGc0 = ownGc();
+            double[] targetGc0 = targetGc(a);
             Phase open = openLoop(load, http, a, rate, duration);
+            long[] ownGc1 = ownGc();
+            double[] targetGc1 = targetGc(a);
             System.out.printf(Locale.ROOT, "latency     %,10.0f checks/s offered (%.0f%% of max), %,.0f done  p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  errors %d%n",
                     rate, fraction * 100, open.rate(), open.p50Ms(), open.p99Ms(), open.p999Ms(), open.maxMs(), open.errors());
+            // the pauses of each JVM in the latency phase: a pause of either shows in the tail
+            System.out.printf(Locale.ROOT, "gc          generator (%s): %d collections, %d ms in total; limiter%s: %s%n",
+                    java.lang.management.ManagementFactory.getGarbageCollectorMXBeans().stream()
+                            .map(java.lang.management.GarbageCollectorMXBean::getName).reduce((x, y) -> x + ", " + y)
+                            .orElse("no collector"), ownGc1[0] - ownGc0[0], ownGc1[1] - ownGc0[1],
+                    target == null ? " (same JVM)" : "",
+                    targetGc0 == null || targetGc1 == null ? "unknown (its /metrics did not answer)"
+                            : String.format(Locale.ROOT, "%.0f pauses, %.1f ms in total, longest %.1f ms (its jvm_gc_pause_seconds_max)",
+                            targetGc1[0] - targetGc0[0], (targetGc1[1] - targetGc0[1]) * 1000, targetGc1[2] * 1000));
             http.close();
             if (limiter != null) {
                 Daemon.await(limiter.stop(), "stop");
@@ -125,11 +146,62 @@ final class BenchCommand {
         record Phase(double rate, double p50Ms, double p99Ms, double p999Ms, double maxMs, long errors) {
         }
 
+        private boolean binary;
+
+        /** This JVM's collections and milliseconds spent in them so far. */
+        private static long[] ownGc() {
+            long n = 0;
+            long ms = 0;
+            for (var gc : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+                n += Math.max(0, gc.getCollectionCount());
+                ms += Math.max(0, gc.getCollectionTime());
+            }
+            return new long[] {n, ms};
+        }
+
+        /** The target's GC pauses from its /metrics: count, total seconds, longest (Micrometer's decaying max); null if unreachable. */
+        private static double[] targetGc(HostPort a) {
+            try {
+                var http = java.net.http.HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+                String text = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + a + "/metrics"))
+                        .timeout(Duration.ofSeconds(5)).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+                double[] out = new double[3];
+                for (String line : text.split("\n")) {
+                    int sp = line.lastIndexOf(' ');
+                    if (sp < 0 || line.startsWith("#")) {
+                        continue;
+                    }
+                    double v = Double.parseDouble(line.substring(sp + 1));
+                    if (line.startsWith("jvm_gc_pause_seconds_count")) {
+                        out[0] += v;
+                    } else if (line.startsWith("jvm_gc_pause_seconds_sum")) {
+                        out[1] += v;
+                    } else if (line.startsWith("jvm_gc_pause_seconds_max")) {
+                        out[2] = Math.max(out[2], v);
+                    }
+                }
+                return out;
+            } catch (java.io.IOException | RuntimeException e) {
+                return null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
+            }
+        }
+
         private Future<Integer> one(HttpClientAgent http, HostPort a, long seq) {
-            String body = "{\"resource\":\"bench\",\"key\":\"k/" + (seq % keys) + "\",\"operation\":\"GetObject\",\"g\":1}";
+            Buffer body;
+            if (binary) {
+                io.netty.buffer.ByteBuf b = dev.levee.runtime.BinaryChecks.start(1, 32);
+                dev.levee.runtime.BinaryChecks.writeCheck(b, "bench", "k/" + (seq % keys), "GetObject", 1);
+                body = dev.levee.runtime.BinaryChecks.toBuffer(b);
+            } else {
+                body = Buffer.buffer("{\"resource\":\"bench\",\"key\":\"k/" + (seq % keys) + "\",\"operation\":\"GetObject\",\"g\":1}");
+            }
             return http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(a.host()).setPort(a.port())
-                            .setURI("/v1/check").putHeader("Content-Type", "application/json"))
-                    .compose(r -> r.send(Buffer.buffer(body)))
+                            .setURI("/v1/check").putHeader("Content-Type",
+                                    binary ? dev.levee.runtime.BinaryChecks.CONTENT_TYPE : "application/json"))
+                    .compose(r -> r.send(body))
                     .compose(resp -> resp.body().map(b -> resp.statusCode()));
         }
 

@@ -26,9 +26,11 @@ public record ClientDecision(Result result, long retryAfter, long remaining, Str
         /** 500 or no answer: handled by the {@code on_failure} policy. */
         FAILED;
 
+        private final String word = name().toLowerCase(java.util.Locale.ROOT);
+
         /** Returns the lower-case word used in logs and NGINX's {@code $levee_result}. */
         public String word() {
-            return name().toLowerCase(java.util.Locale.ROOT);
+            return word;
         }
 
         /** Returns the HTTP status levee-client answers with: 200, 429 or 500. */

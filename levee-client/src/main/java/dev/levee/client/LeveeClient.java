@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import dev.levee.core.Rendezvous;
 import dev.levee.core.Ticker;
+import dev.levee.runtime.BinaryChecks;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Json;
 import dev.levee.runtime.LogText;
@@ -511,7 +512,7 @@ public final class LeveeClient implements AutoCloseable {
                     "no active limiter"));
         }
         // the group, then up to g more in HRW rank order: those the check may spill over to
-        List<Member> ranked = Rendezvous.top(v.limiters(), Member::id, c.resource(), 2 * g);
+        List<Member> ranked = ranked(v, c.resource(), 2 * g);
         long start = roundRobin.get(c.resource() + '\u0000' + c.operation().name(), r -> new AtomicLong()).getAndIncrement();
         long now = ticker.read();
         int[] idx = order(ranked.size(), g, start, i -> {
@@ -527,6 +528,26 @@ public final class LeveeClient implements AutoCloseable {
         Promise<ClientDecision> promise = Promise.promise();
         attempt(new Plan(c, order, beyond, g, now, promise), 0);
         return promise.future();
+    }
+
+    /** A resource's limiters in HRW rank order for one view of the list (the first {@code n}). */
+    private record Ranking(View view, int n, List<Member> ranked) {
+    }
+
+    /**
+     * HRW rankings per resource, kept while the view they were made from is in force (bounded: Caffeine,
+     * 100 000 entries): a check does not hash the resource with every member again.
+     */
+    private final com.github.benmanes.caffeine.cache.Cache<String, Ranking> rankings =
+            com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
+
+    private List<Member> ranked(View v, String resource, int n) {
+        Ranking r = rankings.getIfPresent(resource);
+        if (r == null || r.view() != v || r.n() != n) {
+            r = new Ranking(v, n, Rendezvous.top(v.limiters(), Member::id, resource, n));
+            rankings.put(resource, r);
+        }
+        return r.ranked();
     }
 
     /**
@@ -613,10 +634,50 @@ public final class LeveeClient implements AutoCloseable {
                         Promise<ClientDecision> promise) {
     }
 
-    /** A check waiting for (or in) a request to one limiter of its plan: {@code plan.order()[i]}. */
-    private record Pending(Plan plan, int i, long queuedAt, byte[] json) {
+    /**
+     * A check waiting for (or in) a request to one limiter of its plan: {@code plan.order()[i]}. Its JSON
+     * form is made only if it goes to a limiter that takes JSON only.
+     */
+    private static final class Pending {
+        final Plan plan;
+        final int i;
+        final long queuedAt;
+        private byte[] json;
+
+        Pending(Plan plan, int i, long queuedAt) {
+            this.plan = plan;
+            this.i = i;
+            this.queuedAt = queuedAt;
+        }
+
+        Plan plan() {
+            return plan;
+        }
+
+        int i() {
+            return i;
+        }
+
+        long queuedAt() {
+            return queuedAt;
+        }
+
         Member member() {
             return plan.order()[i];
+        }
+
+        byte[] json() {
+            if (json == null) {
+                S3Classification c = plan.c();
+                json = Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), plan.g()));
+            }
+            return json;
+        }
+
+        /** Bytes of this check in the body of a request in the given encoding. */
+        int size(boolean binary) {
+            S3Classification c = plan.c();
+            return binary ? BinaryChecks.checkSize(c.resource(), c.key(), c.operation().name()) : json().length + 1;
         }
     }
 
@@ -641,16 +702,18 @@ public final class LeveeClient implements AutoCloseable {
             return;
         }
         Member m = plan.order()[i];
-        HostPort addr;
-        try {
-            addr = HostPort.parse(m.address(), "limiter address");
-        } catch (IllegalArgumentException e) {
-            attempt(plan, i + 1);
-            return;
+        Channel ch = channels.get(m.address());
+        if (ch == null) {
+            HostPort addr;
+            try {
+                addr = HostPort.parse(m.address(), "limiter address");
+            } catch (IllegalArgumentException e) {
+                attempt(plan, i + 1);
+                return;
+            }
+            ch = channels.computeIfAbsent(m.address(), a -> new Channel(a, addr));
         }
-        byte[] json = Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), plan.g()));
-        channels.computeIfAbsent(m.address(), a -> new Channel(a, addr))
-                .submit(new Pending(plan, i, ticker.read(), json));
+        ch.submit(new Pending(plan, i, ticker.read()));
     }
 
     /**
@@ -668,10 +731,27 @@ public final class LeveeClient implements AutoCloseable {
         private int inFlight;
         /** Set when the limiter has no {@code /v1/checks} (an older version): checks go one by one. */
         private volatile boolean single;
+        /**
+         * Whether checks go in the binary encoding ({@link BinaryChecks}): set once the limiter's answer
+         * to a JSON check lists the binary type in {@code Accept-Post} (a limiter of issue 12 or later);
+         * cleared for good when a binary body is refused with an answer that is not binary (the limiter
+         * at this address was replaced by an older one): JSON then.
+         */
+        private volatile boolean binary;
+        private volatile boolean noBinary;
+
+        /** Request options by encoding (binary: +2) and form (batch: +1), built once: not one per request. */
+        private final RequestOptions[] requests = new RequestOptions[4];
 
         Channel(String address, HostPort addr) {
             this.address = address;
             this.addr = addr;
+            long timeout = options.checkTimeout().toMillis();
+            for (int k = 0; k < 4; k++) {
+                requests[k] = new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
+                        .setURI(k % 2 == 0 ? "/v1/check" : "/v1/checks").setIdleTimeout(timeout)
+                        .putHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, k >= 2 ? BINARY : JSON);
+            }
         }
 
         void submit(Pending p) {
@@ -686,7 +766,7 @@ public final class LeveeClient implements AutoCloseable {
                 }
             }
             if (now) {
-                send(List.of(p));
+                send(List.of(p), binary);
             } else {
                 count("queue_full");
                 attempt(p.plan(), p.i() + 1);
@@ -700,10 +780,12 @@ public final class LeveeClient implements AutoCloseable {
             long now = ticker.read();
             long timeout = options.checkTimeout().toNanos();
             int max = single ? 1 : options.maxBatch();
+            boolean bin = binary;
             long bytes = 0;
             synchronized (this) {
                 while (batch.size() < max && !waiting.isEmpty()) {
-                    if (!batch.isEmpty() && bytes + waiting.peek().json().length > MAX_BATCH_BYTES) {
+                    int size = waiting.peek().size(bin);
+                    if (!batch.isEmpty() && bytes + size > MAX_BATCH_BYTES) {
                         break; // the rest goes in the next batch
                     }
                     Pending p = waiting.poll();
@@ -714,7 +796,7 @@ public final class LeveeClient implements AutoCloseable {
                         expired.add(p);
                     } else {
                         batch.add(p);
-                        bytes += p.json().length + 1;
+                        bytes += size;
                     }
                 }
                 if (batch.isEmpty()) {
@@ -728,14 +810,21 @@ public final class LeveeClient implements AutoCloseable {
                 }
             }
             if (!batch.isEmpty()) {
-                send(batch);
+                send(batch, bin); // in the encoding its size was counted in
             }
         }
 
-        private void send(List<Pending> batch) {
+        private void send(List<Pending> batch, boolean bin) {
             boolean one = batch.size() == 1;
             Buffer body;
-            if (one) {
+            if (bin) {
+                io.netty.buffer.ByteBuf b = BinaryChecks.start(batch.size(), 8 + batch.size() * 64);
+                for (Pending p : batch) {
+                    S3Classification c = p.plan().c();
+                    BinaryChecks.writeCheck(b, c.resource(), c.key(), c.operation().name(), p.plan().g());
+                }
+                body = BinaryChecks.toBuffer(b);
+            } else if (one) {
                 body = Buffer.buffer(batch.get(0).json());
             } else {
                 body = Buffer.buffer(64 + batch.size() * (batch.get(0).json().length + 8));
@@ -749,11 +838,15 @@ public final class LeveeClient implements AutoCloseable {
                 body.appendString("]}");
             }
             long timeout = options.checkTimeout().toMillis();
-            request(new RequestOptions().setMethod(HttpMethod.POST).setHost(addr.host()).setPort(addr.port())
-                            .setURI(one ? "/v1/check" : "/v1/checks").setIdleTimeout(timeout)
-                            .putHeader("Content-Type", "application/json"))
+            request(requests[(bin ? 2 : 0) + (one ? 0 : 1)])
                     .compose(r -> r.send(body))
-                    .compose(resp -> resp.body().map(b -> parse(resp.statusCode(), b, one, batch.size())))
+                    .compose(resp -> resp.body().map(b -> {
+                        if (!bin && !noBinary && BinaryChecks.accepts(resp.getHeader(ACCEPT_POST))) {
+                            binary = true; // from the next request on
+                        }
+                        return parse(resp.statusCode(), resp.getHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE), b,
+                                one, bin, batch.size());
+                    }))
                     .timeout(timeout + 50, java.util.concurrent.TimeUnit.MILLISECONDS)
                     .onComplete(ar -> {
                         try {
@@ -762,6 +855,13 @@ public final class LeveeClient implements AutoCloseable {
                                 List<LimiterAnswer> answers = ar.result();
                                 for (int k = 0; k < batch.size(); k++) {
                                     answered(batch.get(k), answers.get(k));
+                                }
+                            } else if (ar.cause() instanceof NoBinary) {
+                                binary = false;
+                                noBinary = true;
+                                LOG.info("limiter {} does not take the binary check encoding: JSON from now on", addr);
+                                for (int k = batch.size() - 1; k >= 0; k--) {
+                                    submitAfterSlot(batch.get(k)); // to the front, in the original order
                                 }
                             } else if (ar.cause() instanceof NoBatches) {
                                 single = true;
@@ -786,9 +886,16 @@ public final class LeveeClient implements AutoCloseable {
             }
         }
 
-        private List<LimiterAnswer> parse(int status, Buffer b, boolean one, int n) {
+        private List<LimiterAnswer> parse(int status, String contentType, Buffer b, boolean one, boolean bin, int n) {
             if (!one && (status == 404 || status == 413)) {
                 throw new NoBatches(); // an older limiter, or one with a smaller body limit
+            }
+            boolean binaryAnswer = BinaryChecks.isBinary(contentType);
+            if (bin && !binaryAnswer && (status == 400 || status == 415)) {
+                throw new NoBinary(); // an older limiter read the binary body as JSON
+            }
+            if (binaryAnswer && (status == 200 || status == 429 || one && (status == 400 || status == 500))) {
+                return binaryAnswers(b, n);
             }
             if (status >= 400 && status < 500 && status != 429) {
                 throw new Refused("HTTP " + status + ": " + b.toString().replaceAll("[\\r\\n]", " "));
@@ -857,6 +964,39 @@ public final class LeveeClient implements AutoCloseable {
             for (Pending p : batch) {
                 attempt(p.plan(), p.i() + 1);
             }
+        }
+    }
+
+    private static List<LimiterAnswer> binaryAnswers(Buffer b, int n) {
+        BinaryChecks.Answer[] as;
+        try {
+            as = BinaryChecks.readAnswers(b.getBytes(), n);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException("malformed answer: " + e.getMessage());
+        }
+        LimiterAnswer[] out = new LimiterAnswer[n];
+        for (int k = 0; k < n; k++) {
+            BinaryChecks.Answer a = as[k];
+            out[k] = new LimiterAnswer(switch (a.result()) {
+                case BinaryChecks.ACCEPTED -> "accepted";
+                case BinaryChecks.REJECTED -> "rejected";
+                case BinaryChecks.INVALID -> "invalid";
+                default -> "failed";
+            }, a.level(), a.limitKey(), a.remaining(), a.retryAfter(), null, a.error());
+        }
+        return java.util.Arrays.asList(out);
+    }
+
+    private static final CharSequence BINARY = io.vertx.core.http.HttpHeaders.createOptimized(BinaryChecks.CONTENT_TYPE);
+    private static final CharSequence JSON = io.vertx.core.http.HttpHeaders.createOptimized("application/json");
+    private static final CharSequence ACCEPT_POST = io.vertx.core.http.HttpHeaders.createOptimized("Accept-Post");
+
+    /** A limiter answered a binary body with a 400 or 415 that is not binary: it takes JSON only. */
+    static final class NoBinary extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        NoBinary() {
+            super("no binary check encoding", null, false, false);
         }
     }
 

@@ -127,6 +127,98 @@ class BadInputIT {
         assertThat(decisions.get(2).get("error").asText()).contains("'g' must be between");
     }
 
+    /** POSTs a binary body ({@code application/x-levee-check}) to the first limiter's {@code path}. */
+    static HttpResponse<byte[]> postBinary(String path, byte[] body) throws Exception {
+        var limiter = stack.stack.limiters().get(0).address();
+        return http.send(HttpRequest.newBuilder(URI.create("http://" + limiter + path))
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
+                .header("Content-Type", dev.levee.runtime.BinaryChecks.CONTENT_TYPE).build(),
+                HttpResponse.BodyHandlers.ofByteArray());
+    }
+
+    static byte[] binary(Object[]... checks) {
+        io.netty.buffer.ByteBuf b = dev.levee.runtime.BinaryChecks.start(checks.length, 64);
+        for (Object[] c : checks) {
+            dev.levee.runtime.BinaryChecks.writeCheck(b, (String) c[0], (String) c[1], (String) c[2], (Integer) c[3]);
+        }
+        byte[] out = new byte[b.readableBytes()];
+        b.readBytes(out);
+        return out;
+    }
+
+    static Stream<Arguments> malformedBinaryBodies() {
+        byte[] good = binary(new Object[] {"b", "a", "GetObject", 1});
+        byte[] badUtf8 = good.clone();
+        badUtf8[5] = (byte) 0xFF; // the resource's only byte
+        return Stream.of(
+                Arguments.of("/v1/check", new byte[0], "too short"),
+                Arguments.of("/v1/check", "{\"resource\":\"b\"}".getBytes(StandardCharsets.UTF_8), "version 123 is not 1"),
+                Arguments.of("/v1/checks", new byte[] {1, 0, 0}, "count 0"),
+                Arguments.of("/v1/check", java.util.Arrays.copyOf(good, good.length - 1), "field 'g' of entry 0 runs past"),
+                Arguments.of("/v1/checks", java.util.Arrays.copyOf(good, good.length + 1), "1 bytes after the last entry"),
+                Arguments.of("/v1/check", badUtf8, "field 'resource' of entry 0 is not valid UTF-8"),
+                Arguments.of("/v1/check", binary(new Object[] {"b", "k".repeat(1025), "GetObject", 1}),
+                        "field 'key' of entry 0 is longer than 1024 bytes"),
+                Arguments.of("/v1/check", binary(new Object[] {"b", "a", "GetObject", 1}, new Object[] {"b", "a", "GetObject", 1}),
+                        "takes one check, got 2"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("malformedBinaryBodies")
+    void malformedBinaryBodyGets400NamingTheProblem(String path, byte[] body, String expected) throws Exception {
+        double invalidBefore = invalidDecisions();
+        HttpResponse<byte[]> resp = postBinary(path, body);
+        String text = new String(resp.body(), StandardCharsets.UTF_8);
+        assertThat(resp.statusCode()).isEqualTo(400);
+        assertThat(resp.headers().firstValue("Content-Type")).hasValue("application/json");
+        assertThat(text).contains("\"error\"").contains(expected).doesNotContain("Exception").doesNotContain("at dev.");
+        assertThat(invalidDecisions()).isEqualTo(invalidBefore + 1); // counted once, nothing decided
+    }
+
+    /** The first limiter's count of invalid checks, from its /metrics. */
+    private static double invalidDecisions() throws Exception {
+        var limiter = stack.stack.limiters().get(0).address();
+        String metrics = http.send(HttpRequest.newBuilder(URI.create("http://" + limiter + "/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        return metrics.lines().filter(l -> l.startsWith("levee_limiter_decisions_total{") && l.contains("result=\"invalid\""))
+                .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
+    }
+
+    @Test
+    void binaryChecksAreDecidedAsTheirJsonForms() throws Exception {
+        // single: the status and Retry-After of the JSON form, one binary answer
+        HttpResponse<byte[]> one = postBinary("/v1/check", binary(new Object[] {"binone", "a", "GetObject", 2}));
+        assertThat(one.statusCode()).isEqualTo(200);
+        assertThat(one.headers().firstValue("Content-Type")).hasValue(dev.levee.runtime.BinaryChecks.CONTENT_TYPE);
+        var a = dev.levee.runtime.BinaryChecks.readAnswers(one.body(), 1)[0];
+        assertThat(a.result()).isEqualTo(dev.levee.runtime.BinaryChecks.ACCEPTED);
+        assertThat(a.level()).isEqualTo("default");
+        assertThat(a.limitKey()).isEqualTo("default:binone");
+        assertThat(a.remaining()).isPositive();
+        HttpResponse<byte[]> invalid = postBinary("/v1/check", binary(new Object[] {"binone", "a", "GetObjekt", 2}));
+        assertThat(invalid.statusCode()).isEqualTo(400);
+        assertThat(dev.levee.runtime.BinaryChecks.readAnswers(invalid.body(), 1)[0].error())
+                .contains("unknown operation 'GetObjekt'");
+        // batch: good checks decided, bad ones named, in order, as aBatchDecidesItsGoodChecksAndNamesItsBadOnes
+        HttpResponse<byte[]> batch = postBinary("/v1/checks", binary(new Object[] {"b", "a", "GetObject", 2},
+                new Object[] {"b", "a", "GetObjekt", 2}, new Object[] {"b", "a", "PutObject", 9}));
+        assertThat(batch.statusCode()).isEqualTo(200);
+        var as = dev.levee.runtime.BinaryChecks.readAnswers(batch.body(), 3);
+        assertThat(as[0].result()).isEqualTo(dev.levee.runtime.BinaryChecks.ACCEPTED);
+        assertThat(as[0].limitKey()).isEqualTo("default:b");
+        assertThat(as[1].result()).isEqualTo(dev.levee.runtime.BinaryChecks.INVALID);
+        assertThat(as[1].error()).contains("unknown operation 'GetObjekt'");
+        assertThat(as[2].error()).contains("'g' must be between");
+        // the burst of 100 (at 250/s for g = 4) exhausted by binary checks: rejected with Retry-After, as in JSON
+        HttpResponse<byte[]> last = null;
+        for (int i = 0; i < 5000 && (last == null || last.statusCode() == 200); i++) {
+            last = postBinary("/v1/check", binary(new Object[] {"binburst", "a", "GetObject", 4}));
+        }
+        assertThat(last.statusCode()).isEqualTo(429);
+        assertThat(last.headers().firstValue("Retry-After")).isPresent();
+        assertThat(dev.levee.runtime.BinaryChecks.readAnswers(last.body(), 1)[0].retryAfter()).isPositive();
+    }
+
     @Test
     void hugeBatchBodyIsRefusedWith413() throws Exception {
         var limiter = stack.stack.limiters().get(0).address();

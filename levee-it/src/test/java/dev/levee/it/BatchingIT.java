@@ -155,7 +155,9 @@ class BatchingIT {
             System.out.printf("600 checks of 2 x 1024 control characters: %d batches carried %d checks%n", batches[0],
                     batches[1]);
             assertThat(batches[1]).isGreaterThan(500);
-            assertThat(batches[0]).isGreaterThanOrEqualTo(7); // ≤ ~85 such checks fit in 1 MiB
+            // ≤ ~85 such checks fit in 1 MiB of JSON, ≤ ~505 in binary (2 × 1024 bytes + 11): the first batch goes in
+            // JSON, the rest in binary once the limiter's answer offered it (issue 12)
+            assertThat(batches[0]).isGreaterThanOrEqualTo(2);
             assertThat(count(reg, "limiter_refused") + count(reg, "failed")).isZero();
         } finally {
             done(c.stop());

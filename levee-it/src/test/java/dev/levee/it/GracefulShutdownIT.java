@@ -52,12 +52,13 @@ class GracefulShutdownIT {
     /** A limiter stand-in that answers every check after {@code delayMs}; counts checks received. */
     static HttpServer slowLimiter(long delayMs, AtomicInteger requests) throws Exception {
         return done(IT.vertx().createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
-            requests.incrementAndGet();
             String body;
             if (req.path().equals("/v1/checks")) {
                 int n = new io.vertx.core.json.JsonObject(b).getJsonArray("checks").size();
+                requests.addAndGet(n); // checks, not requests: a client sends the checks of one event-loop turn together
                 body = "{\"decisions\":[" + String.join(",", java.util.Collections.nCopies(n, ACCEPTED)) + "]}";
             } else {
+                requests.incrementAndGet();
                 body = ACCEPTED;
             }
             IT.vertx().setTimer(delayMs, t -> req.response().putHeader("Content-Type", "application/json").end(body));
@@ -96,7 +97,7 @@ class GracefulShutdownIT {
                 checks.add(http.sendAsync(check, HttpResponse.BodyHandlers.discarding())
                         .thenApply(HttpResponse::statusCode).exceptionally(e -> -1));
             }
-            // four checks reach the limiter at once (--limiter-in-flight 4); the others wait to be batched
+            // checks reach the limiter (in up to --limiter-in-flight 4 requests, one turn's checks together); the others wait
             await().atMost(Duration.ofSeconds(10)).until(() -> received.get() >= 4);
             long sigterm = System.nanoTime();
             p.destroy(); // SIGTERM

@@ -8,6 +8,7 @@ import dev.levee.core.Ticker;
 import dev.levee.config.QuotaSource;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
+import dev.levee.runtime.BinaryChecks;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Http;
 import dev.levee.runtime.Json;
@@ -232,6 +233,13 @@ public final class LimiterService implements AutoCloseable {
         String one = "{\"resource\":\"" + WARMUP_RESOURCE + "\",\"key\":\"k\",\"operation\":\"GetObject\",\"g\":1}";
         Buffer single = Buffer.buffer(one);
         Buffer batch = Buffer.buffer("{\"checks\":[" + String.join(",", java.util.Collections.nCopies(8, one)) + "]}");
+        io.netty.buffer.ByteBuf b1 = BinaryChecks.start(1, 64);
+        BinaryChecks.writeCheck(b1, WARMUP_RESOURCE, "k", "GetObject", 1);
+        io.netty.buffer.ByteBuf b8 = BinaryChecks.start(8, 256);
+        for (int i = 0; i < 8; i++) {
+            BinaryChecks.writeCheck(b8, WARMUP_RESOURCE, "k", "GetObject", 1);
+        }
+        Buffer[] bodies = {single, batch, BinaryChecks.toBuffer(b1), BinaryChecks.toBuffer(b8)};
         java.util.concurrent.atomic.AtomicInteger decided = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger();
         io.vertx.core.Promise<Void> ready = io.vertx.core.Promise.promise();
@@ -240,7 +248,7 @@ public final class LimiterService implements AutoCloseable {
             List<Future<Void>> loops = new java.util.ArrayList<>();
             for (int w = 0; w < 4; w++) {
                 io.vertx.core.Promise<Void> loop = io.vertx.core.Promise.promise();
-                warmLoop(http, loopback, port, single, batch, w, deadline, decided, failures, loop);
+                warmLoop(http, loopback, port, bodies, w, deadline, decided, failures, loop);
                 loops.add(loop.future());
             }
             return Future.join(loops).<Void>mapEmpty();
@@ -264,7 +272,8 @@ public final class LimiterService implements AutoCloseable {
         }
     }
 
-    private void warmLoop(HttpClientAgent http, String host, int port, Buffer single, Buffer batch, int n, long deadline,
+    /** One warm-up loop: JSON and binary bodies ({@code bodies}: JSON single, JSON batch, binary single, binary batch). */
+    private void warmLoop(HttpClientAgent http, String host, int port, Buffer[] bodies, int n, long deadline,
                           java.util.concurrent.atomic.AtomicInteger decided,
                           java.util.concurrent.atomic.AtomicInteger failures, io.vertx.core.Promise<Void> loop) {
         if (decided.get() >= WARMUP_CHECKS || dev.levee.runtime.SystemTicker.INSTANCE.read() - deadline >= 0) {
@@ -272,12 +281,13 @@ public final class LimiterService implements AutoCloseable {
             return;
         }
         boolean many = n % 2 == 1;
+        boolean binary = n % 4 >= 2; // each loop alternates JSON and binary rounds
         // an idle timeout only: a request's connect-timeout timer outlives the request and, once the client
         // is closed, fails an already completed promise (Vert.x 5.1 logs "Promise already completed")
         http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(host).setPort(port)
                         .setURI(many ? "/v1/checks" : "/v1/check").setIdleTimeout(1000)
-                        .putHeader("Content-Type", "application/json"))
-                .compose(r -> r.send(many ? batch : single))
+                        .putHeader("Content-Type", binary ? BinaryChecks.CONTENT_TYPE : "application/json"))
+                .compose(r -> r.send(bodies[(binary ? 2 : 0) + (many ? 1 : 0)].copy()))
                 .compose(resp -> resp.body().map(b -> resp.statusCode()))
                 .onComplete(ar -> {
                     if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) { // 429: a small default quota
@@ -289,7 +299,7 @@ public final class LimiterService implements AutoCloseable {
                             return;
                         }
                     }
-                    warmLoop(http, host, port, single, batch, n + 2, deadline, decided, failures, loop);
+                    warmLoop(http, host, port, bodies, n + 2, deadline, decided, failures, loop);
                 });
     }
 
@@ -333,9 +343,16 @@ public final class LimiterService implements AutoCloseable {
             req.response().putHeader(io.vertx.core.http.HttpHeaders.CONNECTION, io.vertx.core.http.HttpHeaders.CLOSE);
         }
         String path = req.path();
-        if (path.equals("/v1/check") && req.method() == HttpMethod.POST) {
+        if (path.startsWith("/v1/check") && req.method() == HttpMethod.POST
+                && BinaryChecks.isBinary(req.getHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE))
+                && (path.length() == 9 || path.equals("/v1/checks"))) {
+            boolean one = path.length() == 9;
+            Http.withBody(req, one ? Http.MAX_JSON_BODY : CheckBatch.MAX_BODY, body -> checkBinary(req, body, one));
+        } else if (path.equals("/v1/check") && req.method() == HttpMethod.POST) {
+            req.response().putHeader(ACCEPT_POST, ACCEPT_POST_VALUE); // levee-client switches to binary
             Http.withBody(req, body -> check(req, body));
         } else if (path.equals("/v1/checks") && req.method() == HttpMethod.POST) {
+            req.response().putHeader(ACCEPT_POST, ACCEPT_POST_VALUE);
             Http.withBody(req, CheckBatch.MAX_BODY, body -> checkBatch(req, body));
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
             boolean ready = serving && config.ready() && observerReachable;
@@ -421,6 +438,76 @@ public final class LimiterService implements AutoCloseable {
             }
         }
         Http.json(req.response(), 200, Map.of("decisions", decisions));
+    }
+
+    private static final CharSequence BINARY = io.vertx.core.http.HttpHeaders.createOptimized(BinaryChecks.CONTENT_TYPE);
+    private static final CharSequence RETRY_AFTER = io.vertx.core.http.HttpHeaders.createOptimized("Retry-After");
+    private static final CharSequence ACCEPT_POST = io.vertx.core.http.HttpHeaders.createOptimized("Accept-Post");
+    private static final CharSequence ACCEPT_POST_VALUE = io.vertx.core.http.HttpHeaders.createOptimized(BinaryChecks.ACCEPT_POST);
+
+    /**
+     * {@code POST /v1/check} and {@code /v1/checks} in the binary encoding ({@link BinaryChecks}): each check
+     * is validated, decided, counted and logged as in JSON; the answer is binary, one entry per check. On
+     * {@code /v1/check} (exactly one check) the status is that of the JSON form — 200 accepted, 429 rejected
+     * (with {@code Retry-After}), 400 invalid, 500 failed; on {@code /v1/checks} 200. A body that is not a
+     * well-formed binary body → 400 with a JSON error naming what is wrong, and nothing is decided.
+     */
+    private void checkBinary(HttpServerRequest req, byte[] body, boolean one) {
+        BinaryChecks.Checks in;
+        QuotaConfig cfg = config.current(); // one snapshot for the whole body
+        try {
+            in = BinaryChecks.readChecks(body);
+            if (one && in.count() != 1) {
+                throw new IllegalArgumentException("POST /v1/check takes one check, got " + in.count()
+                        + " (several go to /v1/checks)");
+            }
+        } catch (IllegalArgumentException e) {
+            count("invalid", "none");
+            Http.error(req.response(), 400, e.getMessage());
+            return;
+        }
+        int n = in.count();
+        if (!one && !WARMUP_RESOURCE.equals(in.resources()[0])) {
+            batchSizes.record(n);
+        }
+        io.netty.buffer.ByteBuf out = BinaryChecks.start(n, 8 + n * 64);
+        int status = 200;
+        long retryAfter = 0;
+        for (int i = 0; i < n; i++) {
+            CheckRequest c = new CheckRequest(in.resources()[i], in.keys()[i], in.operations()[i], in.g()[i]);
+            S3Operation op;
+            try {
+                op = c.validate(cfg.factor());
+            } catch (IllegalArgumentException e) {
+                count("invalid", "none");
+                BinaryChecks.writeInvalid(out, e.getMessage());
+                status = 400;
+                continue;
+            }
+            try {
+                CheckResponse d = decide(cfg, c.resource(), c.key(), op, c.g());
+                boolean ok = d.result().equals("accepted");
+                BinaryChecks.writeDecision(out, ok, d.level(), d.limitKey(), d.remaining(), d.retryAfter());
+                status = ok ? 200 : 429;
+                retryAfter = d.retryAfter();
+            } catch (RuntimeException e) {
+                count("failed", "none");
+                LOG.error("decision failed resource={} key={} op={}", LogText.escape(c.resource()),
+                        LogText.escape(c.key()), op, e);
+                BinaryChecks.writeFailed(out);
+                status = 500;
+            }
+        }
+        var resp = req.response();
+        if (resp.ended() || resp.closed()) {
+            out.release();
+            return;
+        }
+        if (one && status == 429) {
+            resp.putHeader(RETRY_AFTER, Long.toString(retryAfter));
+        }
+        resp.setStatusCode(one ? status : 200).putHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, BINARY)
+                .end(BinaryChecks.toBuffer(out));
     }
 
     /**

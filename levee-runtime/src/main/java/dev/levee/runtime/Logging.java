@@ -13,7 +13,8 @@ import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
  * journal, the forms {@link LogTarget} describes) to one {@link LogTarget} through asynchronous loggers that
  * never block the caller (SPEC.md §2).
  *
- * <p>Every logger is a Log4j {@code AsyncLogger}: the event goes onto an LMAX Disruptor ring of
+ * <p>Every logger is a Log4j {@code AsyncLogger} (the {@code AsyncLoggerContextSelector}; the caller formats
+ * the line into a preallocated ring slot, allocating nothing): the event goes onto an LMAX Disruptor ring of
  * {@value #QUEUE_SIZE} slots, drained by one background thread that formats and writes in batches
  * (one write per batch; file and console flushed at the end of each batch). When the ring is full,
  * events are dropped rather than stalling a Vert.x event loop. Ring size, wait strategy (sleep 10 ms
@@ -118,11 +119,12 @@ public final class Logging {
                     .addAttribute("ignoreExceptions", true);
         };
         b.add(out);
-        b.add(b.newAsyncRootLogger(Level.toLevel(level, Level.INFO)).add(b.newAppenderRef("out")));
+        // every logger is asynchronous by the context selector (log4j2.component.properties): plain loggers here
+        b.add(b.newRootLogger(Level.toLevel(level, Level.INFO)).add(b.newAppenderRef("out")));
         // chatty third-party loggers stay at WARN
         for (String noisy : new String[] {"org.eclipse.jetty", "org.jclouds", "org.gaul", "io.netty", "io.vertx",
                 "software.amazon", "org.apache.http", "io.grpc", "io.etcd"}) {
-            b.add(b.newAsyncLogger(noisy, Level.WARN).addAttribute("additivity", true));
+            b.add(b.newLogger(noisy, Level.WARN).addAttribute("additivity", true));
         }
         BuiltConfiguration config = b.build();
         StatusLines.install();

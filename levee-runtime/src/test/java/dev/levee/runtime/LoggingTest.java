@@ -74,10 +74,11 @@ class LoggingTest {
     void loggersAreAsynchronousOnTheDisruptorRing() {
         Logging.configure(LogTarget.parse("stderr"), "levee-test", "INFO");
         var ctx = (org.apache.logging.log4j.core.LoggerContext) org.apache.logging.log4j.LogManager.getContext(false);
-        assertThat(ctx.getConfiguration().getRootLogger())
-                .isInstanceOf(org.apache.logging.log4j.core.async.AsyncLoggerConfig.class);
+        assertThat(ctx).isInstanceOf(org.apache.logging.log4j.core.async.AsyncLoggerContext.class);
+        assertThat(ctx.getLogger("levee.limiter.decision")).isInstanceOf(org.apache.logging.log4j.core.async.AsyncLogger.class);
+        // and not asynchronous twice (an AsyncLoggerConfig behind an AsyncLogger would copy every event again)
         assertThat(ctx.getConfiguration().getLoggerConfig("levee.limiter.decision"))
-                .isInstanceOf(org.apache.logging.log4j.core.async.AsyncLoggerConfig.class);
+                .isNotInstanceOf(org.apache.logging.log4j.core.async.AsyncLoggerConfig.class);
     }
 
     @Test
