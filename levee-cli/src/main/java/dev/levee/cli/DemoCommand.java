@@ -91,6 +91,11 @@ final class DemoCommand implements Callable<Integer> {
             paramLabel = "RATE", description = "the site download budget of --gateways (default: ${DEFAULT-VALUE})")
     long siteDownload;
 
+    @Option(names = "--site-budget", paramLabel = "FILE",
+            description = "with --gateways: the site budget document to use (single-file form of docs/site-bandwidth.md)"
+                    + " instead of --site-download")
+    Path siteBudget;
+
     @Option(names = "--log-target", converter = Converters.LogTargetConverter.class,
             defaultValue = "file:levee-logs/demo.log",
             description = "where the components' RFC 5424 logs go (default: ${DEFAULT-VALUE})")
@@ -120,7 +125,10 @@ final class DemoCommand implements Callable<Integer> {
         }
         if (gateways > 1) {
             Logging.configure(logTarget, "levee-demo", "INFO");
-            int rc = SiteDemo.run(System.out, gateways, siteDownload, duration);
+            dev.levee.gateway.site.SiteBudget budget = siteBudget == null
+                    ? new dev.levee.gateway.site.SiteBudget(siteDownload, 0, 0, 0, java.util.Map.of())
+                    : SiteDemo.readBudget(siteBudget);
+            int rc = SiteDemo.run(System.out, gateways, budget, duration);
             Logging.shutdown();
             return rc;
         }

@@ -12,6 +12,7 @@ import dev.levee.gateway.ReadyReport;
 import dev.levee.gateway.SiteSettings;
 import dev.levee.gateway.site.EtcdShareStore;
 import dev.levee.gateway.site.ShareKeeper;
+import dev.levee.gateway.site.SiteBudget;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import io.vertx.core.Vertx;
@@ -44,7 +45,32 @@ final class SiteDemo {
     private SiteDemo() {
     }
 
-    static int run(PrintStream out, int gateways, long budget, Duration duration) throws Exception {
+    /**
+     * Reads a site budget file for the demo.
+     *
+     * @throws IllegalArgumentException naming the file and field, or when it gives no download budget
+     */
+    static SiteBudget readBudget(java.nio.file.Path file) {
+        String text;
+        try {
+            text = java.nio.file.Files.readString(file);
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("--site-budget: cannot read " + file + ": " + e.getMessage());
+        }
+        SiteBudget b = SiteBudget.parse(file.toString(), text);
+        if (b.download() == 0) {
+            throw new IllegalArgumentException("--site-budget " + file + ": the demo shares a download budget; field"
+                    + " 'download' is 0 or absent");
+        }
+        return b;
+    }
+
+    static int run(PrintStream out, int gateways, SiteBudget siteBudget, Duration duration) throws Exception {
+        long budget = siteBudget.download();
+        java.util.List<String> problems = siteBudget.checkGateways("the site budget", gateways);
+        if (!problems.isEmpty()) {
+            throw new IllegalArgumentException(String.join("\n", problems));
+        }
         if (EmbeddedEtcd.binary() == null) {
             throw new IllegalArgumentException("--gateways needs etcd installed: apt-get install -y etcd-server");
         }
@@ -59,7 +85,7 @@ final class SiteDemo {
             PartitionProxy cut = PartitionProxy.start(vertx, etcdUri.getHost(), etcdUri.getPort());
             try (io.etcd.jetcd.Client c = dev.levee.etcd.Etcd.client(List.of(etcd.endpoint()))) {
                 c.getKVClient().put(io.etcd.jetcd.ByteSequence.from(EtcdShareStore.budgetKey("/levee"), StandardCharsets.UTF_8),
-                        io.etcd.jetcd.ByteSequence.from("download: " + budget + "\n", StandardCharsets.UTF_8))
+                        io.etcd.jetcd.ByteSequence.from(siteBudget.toYaml(), StandardCharsets.UTF_8))
                         .get(10, TimeUnit.SECONDS);
             }
             try (S3Client direct = EmbeddedS3.client(URI.create("http://127.0.0.1:" + s3.port()))) {

@@ -384,6 +384,23 @@ class MainTest {
         dev.levee.quota.ResourceQuotas b = dev.levee.config.QuotaConfigLoader.parseResource("example-bucket",
                 Files.readString(root.resolve("examples/bucket.yaml")), "examples/bucket.yaml");
         assertThat(b.prefixes()).hasSize(3);
+        // the site budget, as 'levee bandwidth import' and 'levee demo --site-budget' read it
+        dev.levee.gateway.site.SiteBudget site = dev.levee.gateway.site.SiteBudget.parse("examples/site-budget.yaml",
+                Files.readString(root.resolve("examples/site-budget.yaml")));
+        assertThat(site.download()).isEqualTo(30L << 20);
+        assertThat(site.ceiling(dev.levee.governor.Direction.DOWNLOAD, "svc-backup")).isEqualTo(10L << 20);
+    }
+
+    @Test
+    void demoSiteBudgetFileIsValidatedNamingTheFileAndField() throws Exception {
+        Path bad = write("budget.yaml", "download: lots\nupload: -1\n");
+        Run r = run("demo", "--gateways", "3", "--site-budget", bad.toString());
+        assertThat(r.status()).isNotZero();
+        assertThat(r.err()).contains(bad.toString() + ": field 'download'").contains("field 'upload'").doesNotContain("\tat ");
+        Path none = write("none.yaml", "upload: 10MiB/s\n");
+        Run r2 = run("demo", "--gateways", "3", "--site-budget", none.toString());
+        assertThat(r2.status()).isNotZero();
+        assertThat(r2.err()).contains("field 'download' is 0 or absent");
     }
 
     @Test
