@@ -202,12 +202,24 @@ class SiteBandwidthIT {
             roundsBefore[i] = r.at("/renewalsOk").asLong() + r.at("/renewalsFailed").asLong();
         }
         long stretch = System.nanoTime();
-        for (int k = 0; k < 3; k++) {
-            await("stable").pollDelay(RENEW).atMost(RENEW.multipliedBy(2)).untilAsserted(() -> assertFairToReportedDemands(0.10));
-        }
-        // etcd load at steady state, over at least 10 renew intervals
-        await("10 renew intervals").pollDelay(RENEW.multipliedBy(10).minusNanos(System.nanoTime() - stretch))
-                .atMost(RENEW.multipliedBy(12)).until(() -> true);
+        // over 10 renew intervals: how often a snapshot is within 10 % of max-min fair to the reported demands
+        // (a share lags a moved demand by one or two rounds: lowering first, then the others' raise)
+        int[] within = new int[2];
+        await("10 renew intervals").pollInterval(Duration.ofMillis(100)).atMost(RENEW.multipliedBy(12))
+                .until(() -> {
+                    within[1]++;
+                    try {
+                        assertFairToReportedDemands(0.10);
+                        within[0]++;
+                    } catch (AssertionError e) {
+                        // counted as out
+                    }
+                    return System.nanoTime() - stretch >= RENEW.multipliedBy(10).toNanos();
+                });
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: %d of %d snapshots over 10 renew intervals within 10 %% of"
+                + " max-min fair to the reported demands%n", within[0], within[1]);
+        assertThat(within[0] * 10).as("snapshots within 10 %% of fair (%d of %d)", within[0], within[1])
+                .isGreaterThanOrEqualTo(within[1] * 5);
         double seconds = (System.nanoTime() - stretch) / 1e9;
         for (int i = 0; i < 3; i++) {
             JsonNode r = site.gateway(i).ready().at("/governance/site");
