@@ -123,6 +123,7 @@ final class DemoCommand implements Callable<Integer> {
         if (gateways < 1 || gateways > 8) {
             throw new IllegalArgumentException("--gateways must be 1-8, got " + gateways);
         }
+        startFreshLog(logTarget);
         if (gateways > 1) {
             Logging.configure(logTarget, "levee-demo", "INFO");
             dev.levee.gateway.site.SiteBudget budget = siteBudget == null
@@ -172,7 +173,8 @@ final class DemoCommand implements Callable<Integer> {
             stack.limiters().forEach(l -> out.printf(Locale.ROOT, "  %-12s http://%s%n", l.id(), l.address()));
             out.printf(Locale.ROOT, "  gateway      http://127.0.0.1:%d (metrics: http://127.0.0.1:%d/metrics)%n",
                     stack.gateway().port(), stack.gateway().adminPort());
-            out.println("  logs         " + logTarget + " (RFC 5424; grep a bucket name to see its decisions)");
+            out.println("  logs         " + logTarget + (logTarget.file() != null ? " (this run only;" : " (")
+                    + " RFC 5424; grep a bucket name to see its decisions)");
             try (dev.levee.cli.stack.NginxFront front = withNginx ? dev.levee.cli.stack.NginxFront.start(stack,
                          logTarget.file() != null && logTarget.file().getParent() != null
                                  ? logTarget.file().resolveSibling("nginx") : Path.of("levee-logs", "nginx")) : null;
@@ -208,6 +210,27 @@ final class DemoCommand implements Callable<Integer> {
         out.println("  etcd         " + etcd.endpoint() + " (quotas under /levee; try: LEVEE_ETCD_ENDPOINTS="
                 + etcd.endpoint() + " ./levee quota get example-bucket)");
         return LocalStack.startWithEtcd(backend, List.of(etcd.endpoint()), "/levee", settings, registry);
+    }
+
+    /**
+     * Empties the demo's log file, if it logs to one, so that it holds this run only (issue 13); the
+     * directory is created when missing.
+     *
+     * @throws IllegalArgumentException when the file cannot be written, naming it
+     */
+    static void startFreshLog(LogTarget target) {
+        Path f = target.file();
+        if (f == null) {
+            return;
+        }
+        try {
+            if (f.toAbsolutePath().getParent() != null) {
+                java.nio.file.Files.createDirectories(f.toAbsolutePath().getParent());
+            }
+            java.nio.file.Files.write(f, new byte[0]);
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("--log-target " + target + ": cannot write " + f + ": " + e.getMessage());
+        }
     }
 
     static S3Client s3Client(URI endpoint) {

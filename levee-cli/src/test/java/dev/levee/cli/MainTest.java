@@ -392,6 +392,18 @@ class MainTest {
     }
 
     @Test
+    void theDemosLogFileHoldsOneRunOnly() throws Exception {
+        Path log = dir.resolve("logs/demo.log");
+        Files.createDirectories(log.getParent());
+        Files.writeString(log, "a line of an earlier run\n");
+        DemoCommand.startFreshLog(dev.levee.runtime.LogTarget.parse("file:" + log));
+        assertThat(log).isEmptyFile();
+        Path fresh = dir.resolve("new/dir/demo.log");
+        DemoCommand.startFreshLog(dev.levee.runtime.LogTarget.parse("file:" + fresh));
+        assertThat(fresh).isEmptyFile();
+    }
+
+    @Test
     void demoSiteBudgetFileIsValidatedNamingTheFileAndField() throws Exception {
         Path bad = write("budget.yaml", "download: lots\nupload: -1\n");
         Run r = run("demo", "--gateways", "3", "--site-budget", bad.toString());

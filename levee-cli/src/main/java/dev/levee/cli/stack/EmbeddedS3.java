@@ -48,20 +48,32 @@ public final class EmbeddedS3 implements AutoCloseable {
      * @throws IllegalStateException when it cannot start
      */
     public static EmbeddedS3 start(java.util.Map<String, String> moreKeys) {
+        return start("127.0.0.1", 0, ACCESS_KEY, SECRET_KEY, moreKeys);
+    }
+
+    /**
+     * Starts a backend on {@code host:port} (port 0: a free port of 127.0.0.1) accepting the key
+     * {@code accessKey}/{@code secretKey} and {@code moreKeys}, all sharing one in-memory store
+     * ({@code levee s3-backend}).
+     *
+     * @throws IllegalStateException when it cannot start (for example the port is taken)
+     */
+    public static EmbeddedS3 start(String host, int fixedPort, String accessKey, String secretKey,
+                                   java.util.Map<String, String> moreKeys) {
         java.util.Map<String, String> keys = new java.util.HashMap<>(moreKeys);
-        keys.put(ACCESS_KEY, SECRET_KEY);
+        keys.put(accessKey, secretKey);
         BlobStoreContext context = ContextBuilder.newBuilder("transient")
                 .credentials("identity", "credential")
                 // jclouds logs through SLF4J (the role's log), not java.util.logging's SEVERE traces on stderr
                 .modules(java.util.List.of(new org.jclouds.logging.slf4j.config.SLF4JLoggingModule()))
                 .build(BlobStoreContext.class);
         Exception last = null;
-        for (int attempt = 0; attempt < 5; attempt++) {
-            int port = freePort();
+        for (int attempt = 0; attempt < (fixedPort == 0 ? 5 : 1); attempt++) {
+            int port = fixedPort == 0 ? freePort() : fixedPort;
             S3Proxy proxy = S3Proxy.builder()
                     .blobStore(context.getBlobStore())
-                    .endpoint(URI.create("http://127.0.0.1:" + port))
-                    .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
+                    .endpoint(URI.create("http://" + host + ":" + port))
+                    .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, accessKey, secretKey)
                     .ignoreUnknownHeaders(true)
                     .jettyMaxThreads(64)
                     .build();
@@ -89,7 +101,8 @@ public final class EmbeddedS3 implements AutoCloseable {
             }
         }
         context.close();
-        throw new IllegalStateException("embedded S3 backend did not start", last);
+        throw new IllegalStateException("S3 backend did not start on " + host + ":" + (fixedPort == 0 ? "a free port" : fixedPort)
+                + (last == null ? "" : ": " + last.getMessage()), last);
     }
 
     private static int freePort() {
