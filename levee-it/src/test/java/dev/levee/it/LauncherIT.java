@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -45,6 +46,38 @@ class LauncherIT {
         assertThat(r.err()).contains("no JDK >= 21 found").contains("Debian 12: Temurin from Adoptium's apt repository")
                 .contains("temurin-21-jdk").contains("scripts/package").contains("dpkg -i")
                 .doesNotContain("Exception");
+    }
+
+    /**
+     * The first build says what it is doing, a line per module, and a failed build stops the launcher
+     * with Maven's errors (issue 13, item 4). A stand-in {@code mvnw} prints what Maven prints.
+     */
+    @Test
+    void theBuildPrintsALinePerModuleAndMavensErrorsAndAFailureStopsTheLauncher() throws Exception {
+        Path root = dir.resolve("repo");
+        Files.createDirectories(root.resolve("scripts"));
+        Files.copy(ROOT.resolve("levee"), root.resolve("levee"));
+        for (String s : List.of("java-env.sh", "jvm-options.sh", "jvm-access.sh")) {
+            Files.copy(ROOT.resolve("scripts").resolve(s), root.resolve("scripts").resolve(s));
+        }
+        Files.writeString(root.resolve("mvnw"), """
+                #!/usr/bin/env bash
+                echo "[INFO] Scanning for projects..."
+                echo "[INFO] Building Levee core: GCRA, HRW, time (pure) 0.1.0-SNAPSHOT               [2/13]"
+                echo "[INFO] --- compiler:3.14.0:compile (default-compile) @ levee-core ---"
+                echo "[WARNING] a warning the user need not see"
+                echo "[ERROR] COMPILATION ERROR : Ticker.java:[3,1] class, interface, enum, or record expected"
+                exit 1
+                """);
+        root.resolve("levee").toFile().setExecutable(true);
+        root.resolve("mvnw").toFile().setExecutable(true);
+        Run r = run(root.resolve("levee").toString(), "--version");
+        assertThat(r.status()).as(r.err()).isNotZero();
+        assertThat(r.err()).contains("levee: building (first run or sources changed; takes a minute)...")
+                .contains("levee: building Levee core: GCRA, HRW, time (pure) 0.1.0-SNAPSHOT [2/13]")
+                .contains("[ERROR] COMPILATION ERROR : Ticker.java")
+                .doesNotContain("Scanning for projects").doesNotContain("a warning the user need not see")
+                .doesNotContain("--- compiler");
     }
 
     /** Guice (S3Proxy's jclouds) calls sun.misc.Unsafe: without the launcher's flags JDK 24+ warns on stderr. */
