@@ -236,18 +236,7 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
 
     @Override
     public void wake() {
-        StreamNode done;
-        lock.lock();
-        try {
-            if (closed) {
-                return;
-            }
-            drain(ticker.read());
-            done = takeDone();
-        } finally {
-            lock.unlock();
-        }
-        publish(done);
+        pass(null);
     }
 
     @Override
@@ -614,10 +603,17 @@ final class DrrBandwidthGovernor implements BandwidthGovernor {
     }
 
     private void onTimer(WakeUp.Task task) {
+        pass(task);
+    }
+
+    /** One scheduling pass now (after the timer's {@code fired} task, when given), then publication. */
+    private void pass(WakeUp.Task fired) {
         StreamNode done;
         lock.lock();
         try {
-            wakeUp.fired(task);
+            if (fired != null) {
+                wakeUp.fired(fired);
+            }
             if (closed) {
                 return;
             }
