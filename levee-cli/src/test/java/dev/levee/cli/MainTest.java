@@ -88,6 +88,8 @@ class MainTest {
     @CsvSource(delimiter = '|', textBlock = """
             limiter --id l1 --listen nonsense              | HOST:PORT
             limiter --id l1 --listen 127.0.0.1:70000       | out of range
+            limiter --id l1 --observer https://127.0.0.1:7000 | only plain HTTP
+            limiter --id l1 --observer 127.0.0.1:7000/v1    | no path
             limiter --id l1 --heartbeat soon               | not a duration
             gateway --backend 127.0.0.1:9 --on-failure maybe | maybe
             gateway --backend 127.0.0.1:9 --request-header-timeout soon | not a duration

@@ -23,7 +23,8 @@ public record HostPort(String host, int port) {
     }
 
     /**
-     * Parses {@code HOST:PORT}.
+     * Parses {@code HOST:PORT}, {@code [IPV6]:PORT}, or the same as a URL {@code http://HOST:PORT} with an optional
+     * trailing slash (operators paste URLs); any other scheme or a path is refused.
      *
      * @param s    the text
      * @param what what the value is, for the error message (for example {@code "--listen"})
@@ -35,6 +36,19 @@ public record HostPort(String host, int port) {
             throw new IllegalArgumentException(what + ": expected HOST:PORT, got nothing");
         }
         String t = s.trim();
+        // an operator pastes a URL as often as an address: http://HOST:PORT[/] names the same endpoint
+        if (t.regionMatches(true, 0, "http://", 0, 7)) {
+            t = t.substring(7);
+            if (t.endsWith("/")) {
+                t = t.substring(0, t.length() - 1);
+            }
+        } else if (t.contains("://")) {
+            throw new IllegalArgumentException(what + ": expected HOST:PORT (or http://HOST:PORT), got '" + t
+                    + "': only plain HTTP is spoken here");
+        }
+        if (t.indexOf('/') >= 0 || t.indexOf(' ') >= 0) {
+            throw new IllegalArgumentException(what + ": expected HOST:PORT with no path, got '" + s.trim() + "'");
+        }
         int colon = t.lastIndexOf(':');
         if (colon <= 0 || colon == t.length() - 1) {
             throw new IllegalArgumentException(what + ": expected HOST:PORT, got '" + t + "'");
