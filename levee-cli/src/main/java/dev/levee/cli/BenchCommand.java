@@ -62,6 +62,11 @@ final class BenchCommand {
                 description = "rate of the latency phase as a fraction of the measured throughput (default: ${DEFAULT-VALUE})")
         double fraction;
 
+        @Option(names = "--rate", defaultValue = "0",
+                description = "offered checks/s of the latency phase; skips the throughput phase, so that settings"
+                        + " are compared at one rate (default: --latency-fraction of the measured throughput)")
+        double fixedRate;
+
         @Option(names = "--target", converter = Converters.HostPortConverter.class,
                 description = "an already running limiter to drive (default: start one in this JVM)")
         HostPort target;
@@ -78,6 +83,10 @@ final class BenchCommand {
         public Integer call() throws Exception {
             if (connections < 1 || outstanding < 1 || keys < 1 || !(fraction > 0 && fraction <= 1)) {
                 throw new IllegalArgumentException("--connections, --pipeline, --keys must be >= 1 and --latency-fraction in (0,1]");
+            }
+            if (!(fixedRate >= 0) || Double.isInfinite(fixedRate)) {
+                throw new IllegalArgumentException("--rate must be a number of checks/s >= 0 (0: from the throughput phase), got "
+                        + fixedRate);
             }
             if (!encoding.equals("binary") && !encoding.equals("json")) {
                 throw new IllegalArgumentException("--encoding must be binary or json, got '" + encoding + "'");
@@ -113,17 +122,20 @@ final class BenchCommand {
             HostPort a = addr;
             Phase warm = closedLoop(http, a, connections * outstanding, warmup);
             System.out.printf(Locale.ROOT, "warm-up     %,10.0f checks/s%n", warm.rate());
-            Phase full = closedLoop(http, a, connections * outstanding, duration);
-            System.out.printf(Locale.ROOT, "throughput  %,10.0f checks/s  (closed loop, %d outstanding)  p50 %.3f ms  p99 %.3f ms  errors %d%n",
-                    full.rate(), connections * outstanding, full.p50Ms(), full.p99Ms(), full.errors());
-            double rate = full.rate() * fraction;
+            double rate = fixedRate;
+            if (fixedRate == 0) {
+                Phase full = closedLoop(http, a, connections * outstanding, duration);
+                System.out.printf(Locale.ROOT, "throughput  %,10.0f checks/s  (closed loop, %d outstanding)  p50 %.3f ms  p99 %.3f ms  errors %d%n",
+                        full.rate(), connections * outstanding, full.p50Ms(), full.p99Ms(), full.errors());
+                rate = full.rate() * fraction;
+            }
             long[] ownGc0 = ownGc();
             double[] targetGc0 = targetGc(a);
             Phase open = openLoop(load, http, a, rate, duration);
             long[] ownGc1 = ownGc();
             double[] targetGc1 = targetGc(a);
-            System.out.printf(Locale.ROOT, "latency     %,10.0f checks/s offered (%.0f%% of max), %,.0f done  p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  errors %d%n",
-                    rate, fraction * 100, open.rate(), open.p50Ms(), open.p99Ms(), open.p999Ms(), open.maxMs(), open.errors());
+            System.out.printf(Locale.ROOT, "latency     %,10.0f checks/s offered (%s), %,.0f done  p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  errors %d%n",
+                    rate, fixedRate > 0 ? "--rate" : String.format(Locale.ROOT, "%.0f%% of max", fraction * 100), open.rate(), open.p50Ms(), open.p99Ms(), open.p999Ms(), open.maxMs(), open.errors());
             // the pauses of each JVM in the latency phase: a pause of either shows in the tail
             System.out.printf(Locale.ROOT, "gc          generator (%s): %d collections, %d ms in total; limiter%s: %s%n",
                     java.lang.management.ManagementFactory.getGarbageCollectorMXBeans().stream()

@@ -115,6 +115,8 @@ class MainTest {
             client --shutdown-deadline 0ms                  | must be positive
             observer --shutdown-deadline never              | not a duration
             demo --gateways 9                               | --gateways must be 1-8
+            bench limiter --rate -5                         | --rate must be
+            bench limiter --rate fast                       | fast
             gateway --backend 127.0.0.1:9 --no-enforce --etcd http://127.0.0.1:1 | --etcd needs --principals FILE
             """)
     void badFlagsGetAClearMessage(String line, String named) {
