@@ -116,9 +116,14 @@ final class TopCommand implements Callable<Integer> {
                 throw new IllegalStateException("observer " + uri + " answered HTTP " + r.statusCode());
             }
             return Json.MAPPER.readTree(r.body());
+        } catch (java.net.http.HttpTimeoutException e) {
+            throw new IllegalStateException("observer " + uri + " did not answer within " + timeout.toMillis()
+                    + " ms (--timeout)");
+        } catch (java.net.ConnectException e) {
+            throw new IllegalStateException("observer " + uri + " unreachable: connection refused");
         } catch (java.io.IOException e) {
             throw new IllegalStateException("observer " + uri + " unreachable: "
-                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
+                    + (e.getMessage() == null ? "I/O error" : e.getMessage()));
         }
     }
 
@@ -167,8 +172,7 @@ final class TopCommand implements Callable<Integer> {
                 w = x;
             }
         }
-        b.append(fit(String.format(Locale.ROOT, "levee top %s  limiters %d/%d answered (membership rev %d)"
-                        + "  config rev %s  %ds",
+        b.append(fit(String.format(Locale.ROOT, "%s  limiters %d/%d answered (rev %d)  config rev %s  window %ds",
                 uri.getAuthority(), answered, total, stats.path("membershipRevision").asLong(),
                 revisions.isEmpty() ? "-" : String.join(",", revisions), windowSeconds), 80)).append('\n');
         List<String> missing = new ArrayList<>();

@@ -20,8 +20,10 @@ import org.apache.datasketches.frequencies.ItemsSketch;
  * <p>Time is cut into slices of one second; each slice holds three heavy-hitters sketches (Apache
  * DataSketches {@link ItemsSketch}, the frequent-items sketch, keyed by the entry's rule key,
  * {@link dev.levee.quota.ResolvedQuota#ruleKey()}): offered, refused and would-reject (a shadow entry's
- * refusal, admitted). A window of W seconds merges the last W whole slices (the current, partial
- * slice is not counted). A ring of {@code max(W) + 1} slices is kept.
+ * refusal, admitted). Slices are aligned on whole seconds of the ticker ({@code floor(t / 1 s)}), so
+ * that the limiters of one host (one monotonic clock) cut the same seconds. A window of W seconds
+ * merges the last W whole slices (the current, partial slice is not counted, nor the slice the
+ * statistics were created in unless created on its boundary). A ring of {@code max(W) + 1} slices is kept.
  *
  * <p>Accuracy: each count served is the sketch's lower bound, and the true count lies in
  * {@code [count, count + maxError]}; {@code maxError} is the sketch's a-posteriori error, 0 (exact)
@@ -121,7 +123,8 @@ public final class DecisionStats {
 
     private final Options options;
     private final Ticker ticker;
-    private final long origin;
+    /** The first slice counted whole: the one after creation, or the creation's own when created on a boundary. */
+    private final long firstWhole;
     private final Slice[] ring;
 
     /**
@@ -133,7 +136,8 @@ public final class DecisionStats {
     public DecisionStats(Options options, Ticker ticker) {
         this.options = options;
         this.ticker = ticker;
-        this.origin = ticker.read();
+        long created = ticker.read();
+        this.firstWhole = Math.floorDiv(created, SLICE_NS) + (Math.floorMod(created, SLICE_NS) == 0 ? 0 : 1);
         long maxWindow = options.windows().stream().mapToLong(Duration::toSeconds).max().orElseThrow();
         this.ring = new Slice[options.enabled() ? (int) maxWindow + 1 : 0];
         for (int i = 0; i < ring.length; i++) {
@@ -156,7 +160,7 @@ public final class DecisionStats {
         if (ring.length == 0) {
             return;
         }
-        long index = (ticker.read() - origin) / SLICE_NS;
+        long index = Math.floorDiv(ticker.read(), SLICE_NS);
         synchronized (this) {
             Slice s = ring[(int) (index % ring.length)];
             if (s.index != index) {
@@ -203,9 +207,12 @@ public final class DecisionStats {
      * @param refused        all refusals in the window (exact)
      * @param wouldReject    all would-reject decisions in the window (exact)
      * @param rows           the top entries by offered, then those of the top by refused not listed yet
+     * @param endSecond      the second of the ticker (monotonic clock, {@code floor(t / 1 s)}) the window ends
+     *                       before: it covers {@code [endSecond - coveredSeconds, endSecond)}; limiters on one
+     *                       host share the clock
      */
     public record Window(long seconds, long coveredSeconds, long offered, long refused, long wouldReject,
-                         List<Row> rows) {
+                         List<Row> rows, long endSecond) {
     }
 
     /**
@@ -216,7 +223,7 @@ public final class DecisionStats {
         if (ring.length == 0) {
             return List.of();
         }
-        long current = (ticker.read() - origin) / SLICE_NS;
+        long current = Math.floorDiv(ticker.read(), SLICE_NS);
         List<Window> out = new ArrayList<>();
         synchronized (this) {
             for (Duration w : options.windows()) {
@@ -227,7 +234,8 @@ public final class DecisionStats {
     }
 
     private Window window(long seconds, long current) {
-        long covered = Math.min(seconds, current);
+        long from = Math.max(current - seconds, firstWhole);
+        long covered = Math.max(0, current - from);
         int mergeSize = Math.min(1 << 20, options.sketchSize() * 4);
         ItemsSketch<String> offered = new ItemsSketch<>(mergeSize);
         ItemsSketch<String> refused = new ItemsSketch<>(mergeSize);
@@ -236,7 +244,7 @@ public final class DecisionStats {
         long refusedTotal = 0;
         long wouldRejectTotal = 0;
         for (Slice s : ring) {
-            if (s.index >= current - seconds && s.index < current && s.index >= 0) {
+            if (s.index >= from && s.index < current) {
                 offered.merge(s.offered);
                 refused.merge(s.refused);
                 wouldReject.merge(s.wouldReject);
@@ -260,7 +268,7 @@ public final class DecisionStats {
             rows.add(new Row(e.resource(), e.level().label(), e.prefix(), e.operation(), o, Math.max(0, o - r), r, x,
                     error));
         }
-        return new Window(seconds, covered, offeredTotal, refusedTotal, wouldRejectTotal, rows);
+        return new Window(seconds, covered, offeredTotal, refusedTotal, wouldRejectTotal, rows, current);
     }
 
     private List<String> top(ItemsSketch<String> sketch) {

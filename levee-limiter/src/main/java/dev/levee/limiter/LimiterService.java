@@ -584,7 +584,7 @@ public final class LimiterService implements AutoCloseable {
 
     /** One window of {@link StatsAnswer}: totals, and rows with their rates per second. */
     public record StatsWindow(long seconds, long coveredSeconds, long offered, long refused, long wouldReject,
-                              List<StatsRow> rows) {
+                              long endSecond, List<StatsRow> rows) {
     }
 
     /** One row of {@link StatsWindow}: counts and per-second rates over the covered seconds. */
@@ -603,7 +603,8 @@ public final class LimiterService implements AutoCloseable {
                     w.coveredSeconds() == 0 ? 0 : r.offered() / d, w.coveredSeconds() == 0 ? 0 : r.admitted() / d,
                     w.coveredSeconds() == 0 ? 0 : r.refused() / d, w.coveredSeconds() == 0 ? 0 : r.wouldReject() / d))
                     .toList();
-            windows.add(new StatsWindow(w.seconds(), w.coveredSeconds(), w.offered(), w.refused(), w.wouldReject(), rows));
+            windows.add(new StatsWindow(w.seconds(), w.coveredSeconds(), w.offered(), w.refused(), w.wouldReject(),
+                    w.endSecond(), rows));
         }
         DecisionStats.Options o = stats.options();
         return new StatsAnswer(options.id(), config.revision(), o.enabled(), o.top(), o.sketchSize(), windows);

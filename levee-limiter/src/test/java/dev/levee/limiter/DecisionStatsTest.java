@@ -42,7 +42,7 @@ class DecisionStatsTest {
 
     @Test
     void countsEachEntryExactlyOverTheWholeSecondsOfEachWindow() {
-        AtomicLong clock = new AtomicLong(123);
+        AtomicLong clock = new AtomicLong(40 * S); // on a slice boundary: its first second counts whole
         DecisionStats stats = new DecisionStats(DecisionStats.DEFAULTS, clock::get);
         for (int second = 0; second < 12; second++) {
             for (int i = 0; i < 100; i++) {
@@ -74,6 +74,20 @@ class DecisionStatsTest {
         assertThat(windows.get(0).rows()).isEmpty();
         assertThat(windows.get(0).offered()).isZero();
         assertThat(windows.get(1).offered()).isEqualTo(1320);
+    }
+
+    @Test
+    void theSecondTheStatisticsStartInIsNotCountedAsAWholeOne() {
+        AtomicLong clock = new AtomicLong(5 * S + S / 2);
+        DecisionStats stats = new DecisionStats(DecisionStats.DEFAULTS, clock::get);
+        stats.record("resource:r", Outcome.ADMITTED); // in the partial second 5
+        clock.set(6 * S + 1);
+        stats.record("resource:r", Outcome.ADMITTED);
+        assertThat(stats.snapshot().get(0).coveredSeconds()).isZero();
+        assertThat(stats.snapshot().get(0).offered()).isZero();
+        clock.set(7 * S);
+        assertThat(stats.snapshot().get(0).coveredSeconds()).isEqualTo(1);
+        assertThat(stats.snapshot().get(0).offered()).isEqualTo(1);
     }
 
     @Test
@@ -124,7 +138,7 @@ class DecisionStatsTest {
      */
     @Test
     void aMillionDistinctBucketsStayWithinTheBoundAndTheHotOnesStillShow() {
-        AtomicLong clock = new AtomicLong(7);
+        AtomicLong clock = new AtomicLong(0);
         long before = usedHeapAfterGc();
         DecisionStats stats = new DecisionStats(DecisionStats.DEFAULTS, clock::get);
         int seconds = 10;

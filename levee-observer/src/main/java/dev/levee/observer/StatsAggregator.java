@@ -59,9 +59,12 @@ public final class StatsAggregator {
                       double refusedPerS, double wouldRejectPerS, int limiters) {
     }
 
-    /** One summed window. */
+    /**
+     * One summed window; {@code endSecondMin} and {@code endSecondMax} are the earliest and latest end of
+     * the limiters' windows (seconds of their monotonic clock: equal when they cut the same seconds).
+     */
     public record Window(long seconds, long coveredSeconds, long offered, long refused, long wouldReject,
-                         List<Row> rows) {
+                         long endSecondMin, long endSecondMax, List<Row> rows) {
     }
 
     /**
@@ -162,7 +165,9 @@ public final class StatsAggregator {
             limiters.add(new LimiterAnswer(f.member().id(), f.member().address(), true, null, revision));
             for (JsonNode w : f.body().path("windows")) {
                 long seconds = w.path("seconds").asLong();
-                long[] t = totals.computeIfAbsent(seconds, s -> new long[4]);
+                long[] t = totals.computeIfAbsent(seconds, s -> new long[] {0, 0, 0, 0, Long.MAX_VALUE, Long.MIN_VALUE});
+                t[4] = Math.min(t[4], w.path("endSecond").asLong());
+                t[5] = Math.max(t[5], w.path("endSecond").asLong());
                 t[0] += w.path("offered").asLong();
                 t[1] += w.path("refused").asLong();
                 t[2] += w.path("wouldReject").asLong();
@@ -195,7 +200,7 @@ public final class StatsAggregator {
                             .thenComparing(Row::resource,
                                     java.util.Comparator.nullsFirst(java.util.Comparator.naturalOrder())))
                     .toList();
-            windows.add(new Window(seconds, t[3], t[0], t[1], t[2], list));
+            windows.add(new Window(seconds, t[3], t[0], t[1], t[2], t[4], t[5], list));
         });
         return new Answer(view.revision(), view.factor(), answered, List.copyOf(revisions), limiters, windows);
     }
