@@ -121,11 +121,11 @@ final class LimiterCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        dev.levee.limiter.DecisionStats.Options statsOptions = stats.options(); // bad values: refused before starting
         common.apply("levee-limiter");
         io.etcd.jetcd.Client client = etcd.enabled() ? etcd.client() : null;
         QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000, etcd.maxValueBytes)
                 : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
-        dev.levee.limiter.DecisionStats.Options statsOptions = stats.options(); // bad values: refused before starting
         LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
                 client != null ? null : observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout, warnInterval);
         Vertx vertx = dev.levee.runtime.Http.vertx();

@@ -256,6 +256,12 @@ class HotResourcesIT {
             assertThat(measured.get(i).other.get()).as("checks that failed").isZero();
         }
 
+        assertThat(schemaErrors("ObserverStats", stats)).as("observer's /v1/stats against openapi.yaml").isEmpty();
+        JsonNode one = Json.MAPPER.readTree(HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://" + limiters.get(0).address() + "/v1/stats")).build(),
+                HttpResponse.BodyHandlers.ofByteArray()).body());
+        assertThat(schemaErrors("LimiterStats", one)).as("limiter's /v1/stats against openapi.yaml").isEmpty();
+        assertThat(one.path("limiter").asText()).isEqualTo("h1");
         assertThat(stats.path("answered").asInt()).isEqualTo(4);
         assertThat(stats.path("limiters")).hasSize(4).allSatisfy(l -> assertThat(l.path("answered").asBoolean()).isTrue());
         JsonNode window = window(stats);
@@ -351,6 +357,22 @@ class HotResourcesIT {
     }
 
     static final long S = 1_000_000_000L;
+
+    /** Validation errors of {@code json} against a component schema of the repository's openapi.yaml. */
+    static List<String> schemaErrors(String component, JsonNode json) throws java.io.IOException {
+        java.nio.file.Path dir = java.nio.file.Path.of("").toAbsolutePath();
+        while (dir != null && !java.nio.file.Files.isRegularFile(dir.resolve("openapi.yaml"))) {
+            dir = dir.getParent();
+        }
+        assertThat(dir).as("openapi.yaml above the working directory").isNotNull();
+        JsonNode doc = new com.fasterxml.jackson.dataformat.yaml.YAMLMapper().readTree(dir.resolve("openapi.yaml").toFile());
+        com.fasterxml.jackson.databind.node.ObjectNode root = Json.MAPPER.createObjectNode();
+        root.put("$schema", "https://json-schema.org/draft/2020-12/schema");
+        root.put("$ref", "#/components/schemas/" + component);
+        root.set("components", doc.get("components"));
+        return com.networknt.schema.SchemaRegistry.withDefaultDialect(com.networknt.schema.SpecificationVersion.DRAFT_2020_12)
+                .getSchema(root).validate(json).stream().map(Object::toString).toList();
+    }
 
     static JsonNode window(JsonNode stats) {
         for (JsonNode w : stats.path("windows")) {
