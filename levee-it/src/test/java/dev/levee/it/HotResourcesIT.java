@@ -301,6 +301,11 @@ class HotResourcesIT {
             assertClose(where + " admitted/s", Double.parseDouble(t[1]), generatorTop[i][1]);
             assertClose(where + " refused/s", Double.parseDouble(t[2]), generatorTop[i][2]);
             assertThat(t[5]).as(where + " limiters").isEqualTo("4");
+            if (s.shadow()) {
+                assertThat(Double.parseDouble(t[4])).as(where + " SHADOW/s").isPositive();
+            } else {
+                assertThat(Double.parseDouble(t[4])).as(where + " SHADOW/s").isZero();
+            }
         }
         org.junit.jupiter.api.Assumptions.assumeTrue(topSecond >= 0,
                 "this machine is too loaded: levee top never answered within the second it was started in (10 tries)");
