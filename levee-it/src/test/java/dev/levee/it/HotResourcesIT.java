@@ -342,6 +342,25 @@ class HotResourcesIT {
     }
 
     @Test
+    void aLimiterWithoutStatisticsAnswersDisabledAndIsStillSummed() throws Exception {
+        LimiterService off = done(LimiterService.start(vertx, new LimiterService.Options("h0",
+                        new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000),
+                new StaticQuotaSource(QuotaConfigLoader.parse(QUOTAS, "test quotas")), SystemTicker.INSTANCE,
+                Metrics.newRegistry(), DecisionStats.OFF));
+        try {
+            JsonNode one = Json.MAPPER.readTree(HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                            URI.create("http://" + off.address() + "/v1/stats")).build(),
+                    HttpResponse.BodyHandlers.ofByteArray()).body());
+            assertThat(schemaErrors("LimiterStats", one)).isEmpty();
+            assertThat(one.path("enabled").asBoolean()).isFalse();
+            assertThat(one.path("windows")).isEmpty();
+            assertThat(off.stats().sketches()).isZero();
+        } finally {
+            done(off.stop());
+        }
+    }
+
+    @Test
     void leveeTopNamesAnObserverItCannotReachAndExitsWithOne() throws Exception {
         int closed;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
