@@ -79,8 +79,27 @@ final class BenchCommand {
                 description = "where the limiter's decision log goes (default: ${DEFAULT-VALUE})")
         LogTarget logTarget;
 
+        @Option(names = "--stats", defaultValue = "on",
+                description = "the in-JVM limiter's hot-resources statistics: on, off, or both — two limiters, one"
+                        + " with and one without, driven in alternating throughput phases (issue 14's cost check)"
+                        + " (default: ${DEFAULT-VALUE})")
+        String stats;
+
+        @Option(names = "--rounds", defaultValue = "3",
+                description = "with --stats both: throughput phases per limiter, in ABBA order (default: ${DEFAULT-VALUE})")
+        int rounds;
+
         @Override
         public Integer call() throws Exception {
+            if (!stats.equals("on") && !stats.equals("off") && !stats.equals("both")) {
+                throw new IllegalArgumentException("--stats must be on, off or both, got '" + stats + "'");
+            }
+            if (stats.equals("both") && target != null) {
+                throw new IllegalArgumentException("--stats both starts its own two limiters: leave out --target");
+            }
+            if (rounds < 1) {
+                throw new IllegalArgumentException("--rounds must be >= 1");
+            }
             if (connections < 1 || outstanding < 1 || keys < 1 || !(fraction > 0 && fraction <= 1)) {
                 throw new IllegalArgumentException("--connections, --pipeline, --keys must be >= 1 and --latency-fraction in (0,1]");
             }
@@ -109,17 +128,51 @@ final class BenchCommand {
             Vertx load = dev.levee.runtime.Http.vertx(1);
             LimiterService limiter = null;
             HostPort addr = target;
+            LimiterService without = null;
+            Vertx serverOff = null;
             if (addr == null) {
                 limiter = Daemon.await(LimiterService.start(server, new LimiterService.Options("bench-1",
                         new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000), new dev.levee.config.StaticQuotaSource(cfg),
-                        SystemTicker.INSTANCE, Metrics.newRegistry()), "limiter");
+                        SystemTicker.INSTANCE, Metrics.newRegistry(), stats.equals("off") ? dev.levee.limiter.DecisionStats.OFF
+                                : dev.levee.limiter.DecisionStats.DEFAULTS), "limiter");
                 addr = limiter.address();
+            }
+            if (stats.equals("both")) {
+                serverOff = dev.levee.runtime.Http.vertx(1);
+                without = Daemon.await(LimiterService.start(serverOff, new LimiterService.Options("bench-0",
+                                new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000),
+                        new dev.levee.config.StaticQuotaSource(cfg), SystemTicker.INSTANCE, Metrics.newRegistry(),
+                        dev.levee.limiter.DecisionStats.OFF), "limiter");
             }
             HttpClientAgent http = load.createHttpClient(new HttpClientOptions().setKeepAlive(true).setTcpNoDelay(true)
                     .setPipelining(false), new PoolOptions().setHttp1MaxSize(connections).setMaxWaitQueueSize(-1));
             System.out.printf(Locale.ROOT, "levee bench limiter: target %s, %d connections, %d keys, 2-core loopback%n",
                     addr, connections, keys);
             HostPort a = addr;
+            if (without != null) {
+                // issue 14: stats on and off side by side, each on its own event loop, in alternating phases so
+                // that drifts of the machine (JIT, other load) fall on both alike
+                HostPort off = without.address();
+                closedLoop(http, off, connections * outstanding, warmup);
+                closedLoop(http, a, connections * outstanding, warmup);
+                double sumOff = 0;
+                double sumOn = 0;
+                for (int r = 0; r < rounds; r++) {
+                    // ABBA order: a trend over the run (the JIT still warming, load from elsewhere) cancels out
+                    boolean offFirst = r % 2 == 0;
+                    Phase pOff = offFirst ? closedLoop(http, off, connections * outstanding, duration) : null;
+                    Phase pOn = closedLoop(http, a, connections * outstanding, duration);
+                    if (!offFirst) {
+                        pOff = closedLoop(http, off, connections * outstanding, duration);
+                    }
+                    sumOff += pOff.rate();
+                    sumOn += pOn.rate();
+                    System.out.printf(Locale.ROOT, "round %d     stats off %,10.0f checks/s   stats on %,10.0f checks/s  (errors %d, %d)%n",
+                            r + 1, pOff.rate(), pOn.rate(), pOff.errors(), pOn.errors());
+                }
+                System.out.printf(Locale.ROOT, "stats cost  off %,10.0f checks/s, on %,10.0f checks/s (means of %d phases): on/off = %.3f (%+.1f %%)%n",
+                        sumOff / rounds, sumOn / rounds, rounds, sumOn / sumOff, (sumOn / sumOff - 1) * 100);
+            }
             Phase warm = closedLoop(http, a, connections * outstanding, warmup);
             System.out.printf(Locale.ROOT, "warm-up     %,10.0f checks/s%n", warm.rate());
             double rate = fixedRate;
@@ -148,6 +201,10 @@ final class BenchCommand {
             http.close();
             if (limiter != null) {
                 Daemon.await(limiter.stop(), "stop");
+            }
+            if (without != null) {
+                Daemon.await(without.stop(), "stop");
+                Daemon.await(serverOff.close(), "close");
             }
             Daemon.await(load.close(), "close");
             Daemon.await(server.close(), "close");

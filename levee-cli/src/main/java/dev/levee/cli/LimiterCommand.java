@@ -90,8 +90,38 @@ final class LimiterCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE})")
     Duration warnInterval;
 
+    @Mixin
+    StatsOptions stats = new StatsOptions();
+
+    /** The hot-resources statistics' flags (issue 14), shared with {@code levee bench limiter}. */
+    static final class StatsOptions {
+        @Option(names = "--stats", negatable = true, defaultValue = "true", fallbackValue = "true",
+                description = "keep hot-resources statistics, served at GET /v1/stats (default: on; --no-stats: off)")
+        boolean enabled = true;
+
+        @Option(names = "--stats-top", defaultValue = "20",
+                description = "entries listed per window by offered and by refused, 1-1000 (default: ${DEFAULT-VALUE})")
+        int top = 20;
+
+        @Option(names = "--stats-windows", split = ",", converter = Converters.DurationConverter.class,
+                defaultValue = "10s,60s",
+                description = "sliding windows of the statistics, whole seconds up to 1h (default: ${DEFAULT-VALUE})")
+        java.util.List<Duration> windows = java.util.List.of(Duration.ofSeconds(10), Duration.ofSeconds(60));
+
+        @Option(names = "--stats-sketch-size", defaultValue = "1024",
+                description = "entries each heavy-hitters sketch tracks exactly before its counts carry an error"
+                        + " bound, a power of two 16-65536; memory about 61 x 3 x 90 bytes per entry with the"
+                        + " default windows (default: ${DEFAULT-VALUE})")
+        int sketchSize = 1024;
+
+        dev.levee.limiter.DecisionStats.Options options() {
+            return new dev.levee.limiter.DecisionStats.Options(enabled, top, windows, sketchSize);
+        }
+    }
+
     @Override
     public Integer call() {
+        dev.levee.limiter.DecisionStats.Options statsOptions = stats.options(); // bad values: refused before starting
         common.apply("levee-limiter");
         io.etcd.jetcd.Client client = etcd.enabled() ? etcd.client() : null;
         QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000, etcd.maxValueBytes)
@@ -100,7 +130,8 @@ final class LimiterCommand implements Callable<Integer> {
                 client != null ? null : observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout, warnInterval);
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry),
+        LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry,
+                        statsOptions),
                 "limiter could not start on " + listen);
         EtcdRegistration reg = client == null ? null
                 : EtcdRegistration.start(client, etcd.prefix, id, s.address().toString(), Math.max(1, leaseTtl.toSeconds()));

@@ -13,7 +13,7 @@ import picocli.CommandLine.Command;
 @Command(name = "levee", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Traffic governor for S3-compatible object storage.",
         subcommands = {DemoCommand.class, LimiterCommand.class, ObserverCommand.class, ClientCommand.class,
-                GatewayCommand.class, S3BackendCommand.class, ConfigCommand.class, QuotaCommand.class, BandwidthCommand.class, BenchCommand.class, NginxConfigCommand.class,
+                GatewayCommand.class, S3BackendCommand.class, ConfigCommand.class, QuotaCommand.class, BandwidthCommand.class, BenchCommand.class, NginxConfigCommand.class, TopCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main {
 

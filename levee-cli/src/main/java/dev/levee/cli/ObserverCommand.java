@@ -46,8 +46,16 @@ final class ObserverCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE})")
     Duration shutdownTimeout;
 
+    @Option(names = "--stats-timeout", converter = Converters.DurationConverter.class, defaultValue = "1s",
+            description = "GET /v1/stats: longest wait for each limiter's statistics; a limiter that does not answer"
+                    + " in time is listed as not answered (default: ${DEFAULT-VALUE})")
+    Duration statsTimeout;
+
     @Override
     public Integer call() {
+        if (statsTimeout.isNegative() || statsTimeout.isZero()) {
+            throw new IllegalArgumentException("--stats-timeout must be positive, got " + statsTimeout);
+        }
         if (etcd.enabled()) {
             common.apply("levee-observer");
             io.etcd.jetcd.Client client = etcd.client();
@@ -57,7 +65,7 @@ final class ObserverCommand implements Callable<Integer> {
                     () -> source.current().factor());
             Vertx vertx = dev.levee.runtime.Http.vertx();
             ObserverService s = Daemon.await(ObserverService.start(vertx, listen, membership, source::ready,
-                    Metrics.newRegistry()), "observer could not start on " + listen);
+                    Metrics.newRegistry(), statsTimeout), "observer could not start on " + listen);
             System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)");
             return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5),
                     () -> s.stop(shutdownTimeout).eventually(() -> {
@@ -72,7 +80,7 @@ final class ObserverCommand implements Callable<Integer> {
         common.apply("levee-observer");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry),
+        ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry, statsTimeout),
                 "observer could not start on " + listen);
         System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (factor " + df + ")");
         return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5), () -> s.stop(shutdownTimeout));

@@ -60,6 +60,9 @@ class NegatableOptionsTest {
         if (n.command().equals("levee gateway")) {
             args.addAll(List.of("--backend", "127.0.0.1:9"));
         }
+        if (n.command().equals("levee limiter")) {
+            args.addAll(List.of("--id", "l1"));
+        }
         args.add(flag);
         CommandLine.ParseResult parsed = root.parseArgs(args.toArray(String[]::new));
         while (parsed.hasSubcommand()) {

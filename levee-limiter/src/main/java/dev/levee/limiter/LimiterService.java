@@ -142,10 +142,12 @@ public final class LimiterService implements AutoCloseable {
     private volatile String heartbeatError;
     private final dev.levee.runtime.LoudCondition unregistered;
     private final Ticker ticker;
+    private final DecisionStats stats;
 
     private LimiterService(Vertx vertx, Options options, QuotaSource config, Ticker ticker,
-                           MeterRegistry registry) {
+                           MeterRegistry registry, DecisionStats.Options statsOptions) {
         this.vertx = vertx;
+        this.stats = new DecisionStats(statsOptions, ticker);
         this.options = options;
         this.config = config;
         this.registry = registry;
@@ -187,7 +189,19 @@ public final class LimiterService implements AutoCloseable {
      */
     public static Future<LimiterService> start(Vertx vertx, Options options, QuotaSource config,
                                                Ticker ticker, MeterRegistry registry) {
-        LimiterService s = new LimiterService(vertx, options, config, ticker, registry);
+        return start(vertx, options, config, ticker, registry, DecisionStats.DEFAULTS);
+    }
+
+    /**
+     * Starts a limiter with statistics settings (issue 14: {@code GET /v1/stats}).
+     *
+     * @param config supplies the configuration snapshot in force; read once per decision
+     * @param stats  the hot-resources statistics' settings ({@link DecisionStats#DEFAULTS} by default)
+     * @return the running service once it listens
+     */
+    public static Future<LimiterService> start(Vertx vertx, Options options, QuotaSource config,
+                                               Ticker ticker, MeterRegistry registry, DecisionStats.Options stats) {
+        LimiterService s = new LimiterService(vertx, options, config, ticker, registry, stats);
         return Http.listen(vertx, options.listen(), s::handle).compose(server -> {
             s.server = server;
             // expired keys leave the table even when no request arrives to trigger Caffeine's maintenance;
@@ -362,8 +376,10 @@ public final class LimiterService implements AutoCloseable {
                     "id", options.id(), "revision", config.revision()));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
+        } else if (path.equals("/v1/stats") && req.method() == HttpMethod.GET) {
+            Http.json(req.response(), 200, statsAnswer());
         } else if (path.equals("/v1/check") || path.equals("/v1/checks") || path.equals("/health")
-                || path.equals("/metrics")) {
+                || path.equals("/metrics") || path.equals("/v1/stats")) {
             Http.error(req.response().putHeader("Allow", path.startsWith("/v1/check") ? "POST" : "GET"), 405,
                     "method " + req.method() + " not allowed on " + path);
         } else {
@@ -531,6 +547,7 @@ public final class LimiterService implements AutoCloseable {
         boolean warmup = WARMUP_RESOURCE.equals(resource);
         if (!warmup) {
             count(result, rq.level().label());
+            recordDecision(rq, ok ? DecisionStats.Outcome.ADMITTED : DecisionStats.Outcome.REFUSED);
         }
         if (!warmup && DECISIONS.isInfoEnabled()) {
             DECISIONS.info("decision result={} resource={} key={} op={} level={} limit_key={} rate={} burst={} g={}"
@@ -541,6 +558,61 @@ public final class LimiterService implements AutoCloseable {
         }
         return new CheckResponse(result, rq.level().label(), rq.limitKey(), remaining, retry, options.id(),
                 rq.quota().rate(), rq.quota().burst());
+    }
+
+    /**
+     * The statistics' hook at the decision point (issue 14): every decided check, once. A shadow entry's
+     * refusal (issue 14 item 4) is recorded as {@link DecisionStats.Outcome#WOULD_REJECT}.
+     */
+    private void recordDecision(ResolvedQuota rq, DecisionStats.Outcome outcome) {
+        stats.record(rq.ruleKey(), outcome);
+    }
+
+    /**
+     * The answer to {@code GET /v1/stats} (documented in openapi.yaml).
+     *
+     * @param limiter     this limiter's id
+     * @param revision    the configuration revision in force
+     * @param enabled     whether statistics are kept ({@code --no-stats}: false, no windows)
+     * @param top         entries listed per window by offered and by refused
+     * @param sketchSize  entries each sketch tracks
+     * @param windows     per window its totals and rows
+     */
+    public record StatsAnswer(String limiter, long revision, boolean enabled, int top, int sketchSize,
+                              List<StatsWindow> windows) {
+    }
+
+    /** One window of {@link StatsAnswer}: totals, and rows with their rates per second. */
+    public record StatsWindow(long seconds, long coveredSeconds, long offered, long refused, long wouldReject,
+                              long endSecond, List<StatsRow> rows) {
+    }
+
+    /** One row of {@link StatsWindow}: counts and per-second rates over the covered seconds. */
+    public record StatsRow(String resource, String level, String prefix, String operation, long offered,
+                           long admitted, long refused, long wouldReject, long maxError, double offeredPerS,
+                           double admittedPerS, double refusedPerS, double wouldRejectPerS) {
+    }
+
+    /** Returns the statistics as {@code GET /v1/stats} serves them. */
+    public StatsAnswer statsAnswer() {
+        List<StatsWindow> windows = new java.util.ArrayList<>();
+        for (DecisionStats.Window w : stats.snapshot()) {
+            double d = Math.max(1, w.coveredSeconds());
+            List<StatsRow> rows = w.rows().stream().map(r -> new StatsRow(r.resource(), r.level(), r.prefix(),
+                    r.operation(), r.offered(), r.admitted(), r.refused(), r.wouldReject(), r.maxError(),
+                    w.coveredSeconds() == 0 ? 0 : r.offered() / d, w.coveredSeconds() == 0 ? 0 : r.admitted() / d,
+                    w.coveredSeconds() == 0 ? 0 : r.refused() / d, w.coveredSeconds() == 0 ? 0 : r.wouldReject() / d))
+                    .toList();
+            windows.add(new StatsWindow(w.seconds(), w.coveredSeconds(), w.offered(), w.refused(), w.wouldReject(),
+                    w.endSecond(), rows));
+        }
+        DecisionStats.Options o = stats.options();
+        return new StatsAnswer(options.id(), config.revision(), o.enabled(), o.top(), o.sketchSize(), windows);
+    }
+
+    /** Returns the hot-resources statistics, for diagnostics and tests. */
+    public DecisionStats stats() {
+        return stats;
     }
 
     private void count(String result, String level) {

@@ -70,9 +70,12 @@ public final class ObserverService implements AutoCloseable {
     private final HttpServer server;
     private final long sweepTimer;
     private final Vertx vertx;
+    private final StatsAggregator stats;
 
-    private ObserverService(Vertx vertx, MembershipSource membership, HttpServer server, long sweepTimer) {
+    private ObserverService(Vertx vertx, MembershipSource membership, HttpServer server, long sweepTimer,
+                            StatsAggregator stats) {
         this.vertx = vertx;
+        this.stats = stats;
         this.membership = membership;
         this.server = server;
         this.sweepTimer = sweepTimer;
@@ -89,6 +92,17 @@ public final class ObserverService implements AutoCloseable {
      */
     public static Future<ObserverService> start(Vertx vertx, HostPort listen, MembershipSource source,
                                                 java.util.function.BooleanSupplier ready, MeterRegistry registry) {
+        return start(vertx, listen, source, ready, registry, StatsAggregator.DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * As {@link #start(Vertx, HostPort, MembershipSource, java.util.function.BooleanSupplier, MeterRegistry)},
+     * with the timeout of each limiter's answer to the statistics' fetch (default 1 s).
+     */
+    public static Future<ObserverService> start(Vertx vertx, HostPort listen, MembershipSource source,
+                                                java.util.function.BooleanSupplier ready, MeterRegistry registry,
+                                                Duration statsTimeout) {
+        StatsAggregator stats = new StatsAggregator(vertx, statsTimeout);
         Gauge.builder("levee_observer_limiters", () -> source.view().limiters().size())
                 .description("active limiters").register(registry);
         Status status = Status.of(ready, "etcd unreachable");
@@ -96,12 +110,12 @@ public final class ObserverService implements AutoCloseable {
             if (req.path().equals("/v1/heartbeat")) {
                 Http.error(req.response(), 409, "membership comes from etcd leases; heartbeats are not used");
             } else {
-                handle(req, null, source, registry, status);
+                handle(req, null, source, registry, status, stats);
             }
         }).map(server -> {
             LOG.info("observer listening on {}:{} (membership from etcd, incarnation {})", listen.host(),
                     server.actualPort(), status.incarnation());
-            return new ObserverService(vertx, source, server, -1);
+            return new ObserverService(vertx, source, server, -1, stats);
         });
     }
 
@@ -113,6 +127,16 @@ public final class ObserverService implements AutoCloseable {
      * @return the running service once it listens
      */
     public static Future<ObserverService> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
+        return start(vertx, options, ticker, registry, StatsAggregator.DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * As {@link #start(Vertx, Options, Ticker, MeterRegistry)}, with the timeout of each limiter's answer to
+     * the statistics' fetch (default 1 s, CLI {@code --stats-timeout}).
+     */
+    public static Future<ObserverService> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry,
+                                                Duration statsTimeout) {
+        StatsAggregator stats = new StatsAggregator(vertx, statsTimeout);
         HeartbeatMembership membership = new HeartbeatMembership(ticker, options.ttl().toNanos(), options.factor(),
                 options.maxMembers());
         Gauge.builder("levee_observer_limiters", () -> membership.view().limiters().size())
@@ -120,7 +144,8 @@ public final class ObserverService implements AutoCloseable {
         long started = ticker.read();
         long ttlNs = options.ttl().toNanos();
         Status status = Status.of(() -> ticker.read() - started >= ttlNs, "collecting heartbeats");
-        return Http.listen(vertx, options.listen(), req -> handle(req, membership, membership, registry, status)).map(server -> {
+        return Http.listen(vertx, options.listen(), req -> handle(req, membership, membership, registry, status,
+                stats)).map(server -> {
             long every = Math.max(100, options.ttl().toMillis() / 4);
             long[] lastRevision = {0};
             long timer = vertx.setPeriodic(every, id -> {
@@ -134,7 +159,7 @@ public final class ObserverService implements AutoCloseable {
             LOG.info("observer listening on {}:{} ttl={}ms factor={} incarnation={} (list ready after one ttl)",
                     options.listen().host(), server.actualPort(), options.ttl().toMillis(), options.factor(),
                     status.incarnation());
-            return new ObserverService(vertx, membership, server, timer);
+            return new ObserverService(vertx, membership, server, timer, stats);
         });
     }
 
@@ -142,9 +167,20 @@ public final class ObserverService implements AutoCloseable {
     }
 
     private static void handle(HttpServerRequest req, HeartbeatMembership heartbeats, MembershipSource membership,
-                               MeterRegistry registry, Status status) {
+                               MeterRegistry registry, Status status, StatsAggregator stats) {
         String path = req.path();
         try {
+            if (path.equals("/v1/stats") && req.method() == HttpMethod.GET) {
+                stats.aggregate(membership.view()).onComplete(ar -> {
+                    if (ar.succeeded()) {
+                        Http.json(req.response(), 200, ar.result());
+                    } else {
+                        LOG.error("statistics aggregation failed", ar.cause());
+                        Http.error(req.response(), 500, "internal error");
+                    }
+                });
+                return;
+            }
             if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET) {
                 MembershipView v = membership.view();
                 Http.json(req.response(), 200, new ListAnswer(v.revision(), v.factor(), v.limiters(), status.incarnation(),
@@ -197,6 +233,7 @@ public final class ObserverService implements AutoCloseable {
         if (sweepTimer >= 0) {
             vertx.cancelTimer(sweepTimer);
         }
+        stats.close();
         return server.close();
     }
 
@@ -211,7 +248,7 @@ public final class ObserverService implements AutoCloseable {
         if (sweepTimer >= 0) {
             vertx.cancelTimer(sweepTimer);
         }
-        return server.shutdown(timeout);
+        return server.shutdown(timeout).eventually(stats::close);
     }
 
     @Override

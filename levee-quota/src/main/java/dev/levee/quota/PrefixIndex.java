@@ -207,29 +207,35 @@ final class PrefixIndex {
         private final String prefix;
         private final Quota quota;
         private final String quotaKey;               // the stem before the object key
+        private final String quotaRule;              // the stem without its '@': the entry's rule key
         private final Quota[] opQuota;               // null when the entry has no methods
         private final S3Operation[] opConfigured;
         private final String[] opKey;
+        private final String[] opRule;
 
         Entry(PrefixRule rule, String base) {
             this.prefix = rule.prefix();
             this.quota = rule.quota();
             this.quotaKey = base + "@";
+            this.quotaRule = base;
             if (rule.methods().isEmpty()) {
                 opQuota = null;
                 opConfigured = null;
                 opKey = null;
+                opRule = null;
             } else {
                 opQuota = new Quota[OPS.length];
                 opConfigured = new S3Operation[OPS.length];
                 opKey = new String[OPS.length];
+                opRule = new String[OPS.length];
                 for (S3Operation op : OPS) {
                     S3Operation configured = LimitKeys.configuredFor(rule.methods(), op);
                     if (configured != null) {
                         int i = op.ordinal();
                         opQuota[i] = rule.methods().get(configured);
                         opConfigured[i] = configured;
-                        opKey[i] = base + LimitKeys.operationSuffix(configured) + "@";
+                        opRule[i] = base + LimitKeys.operationSuffix(configured);
+                        opKey[i] = opRule[i] + "@";
                     }
                 }
             }
@@ -239,9 +245,11 @@ final class PrefixIndex {
         ResolvedQuota resolve(String key, S3Operation op) {
             int i = op.ordinal();
             if (opQuota != null && opQuota[i] != null) {
-                return new ResolvedQuota(opQuota[i], QuotaLevel.PREFIX_METHOD, opKey[i].concat(key), prefix, opConfigured[i]);
+                return new ResolvedQuota(opQuota[i], QuotaLevel.PREFIX_METHOD, opKey[i].concat(key), prefix, opConfigured[i],
+                        opRule[i]);
             }
-            return quota == null ? null : new ResolvedQuota(quota, QuotaLevel.PREFIX, quotaKey.concat(key), prefix, null);
+            return quota == null ? null : new ResolvedQuota(quota, QuotaLevel.PREFIX, quotaKey.concat(key), prefix, null,
+                    quotaRule);
         }
     }
 }

@@ -21,6 +21,12 @@ import java.util.Objects;
  * The operation comes before {@code @<objectKey>} so that an object key containing {@code #}
  * can never produce another counter's key: the object key is always the last component.
  *
+ * <p>{@code ruleKey} names the quota entry that matched, for statistics (issue 14): the limit key
+ * without the object key of a wildcard entry ({@code prefix:<R>/<prefix*>} and
+ * {@code prefix:<R>/<prefix*>#<Op>}), otherwise the limit key itself. It is derived from the other
+ * components, so it takes no part in {@link #equals}; resolution hands out a precomputed string, so
+ * that counting by entry allocates nothing per request.
+ *
  * @param quota            the quota to apply, never {@code null}
  * @param level            the resolution step that produced it
  * @param limitKey         the counter identity, never {@code null}
@@ -33,18 +39,85 @@ import java.util.Objects;
  *                         {@code ListObjectsV2} request used the {@code ListObjects} quota;
  *                         {@code null} otherwise
  */
-public record ResolvedQuota(
-        Quota quota, QuotaLevel level, String limitKey, String matchedPrefix, S3Operation matchedOperation) {
+public final class ResolvedQuota {
+
+    private final Quota quota;
+    private final QuotaLevel level;
+    private final String limitKey;
+    private final String matchedPrefix;
+    private final S3Operation matchedOperation;
+    private final String ruleKey;
 
     /**
-     * Checks the mandatory components.
+     * Creates an answer whose entry is named by its limit key (every level but a wildcard prefix entry).
      *
-     * @throws NullPointerException if {@code quota}, {@code level} or {@code limitKey} is
-     *                              {@code null}
+     * @throws NullPointerException if {@code quota}, {@code level} or {@code limitKey} is {@code null}
      */
-    public ResolvedQuota {
-        Objects.requireNonNull(quota, "quota");
-        Objects.requireNonNull(level, "level");
-        Objects.requireNonNull(limitKey, "limitKey");
+    public ResolvedQuota(Quota quota, QuotaLevel level, String limitKey, String matchedPrefix,
+                         S3Operation matchedOperation) {
+        this(quota, level, limitKey, matchedPrefix, matchedOperation, limitKey);
+    }
+
+    /**
+     * Creates an answer with the name of its entry.
+     *
+     * @param ruleKey the limit key without the object key of a wildcard entry (see the class comment)
+     * @throws NullPointerException if {@code quota}, {@code level}, {@code limitKey} or {@code ruleKey} is {@code null}
+     */
+    public ResolvedQuota(Quota quota, QuotaLevel level, String limitKey, String matchedPrefix,
+                         S3Operation matchedOperation, String ruleKey) {
+        this.quota = Objects.requireNonNull(quota, "quota");
+        this.level = Objects.requireNonNull(level, "level");
+        this.limitKey = Objects.requireNonNull(limitKey, "limitKey");
+        this.matchedPrefix = matchedPrefix;
+        this.matchedOperation = matchedOperation;
+        this.ruleKey = Objects.requireNonNull(ruleKey, "ruleKey");
+    }
+
+    /** Returns the quota to apply. */
+    public Quota quota() {
+        return quota;
+    }
+
+    /** Returns the resolution step that produced the answer. */
+    public QuotaLevel level() {
+        return level;
+    }
+
+    /** Returns the counter identity. */
+    public String limitKey() {
+        return limitKey;
+    }
+
+    /** Returns the prefix entry as configured, or {@code null}. */
+    public String matchedPrefix() {
+        return matchedPrefix;
+    }
+
+    /** Returns the configured operation whose quota applies, or {@code null}. */
+    public S3Operation matchedOperation() {
+        return matchedOperation;
+    }
+
+    /** Returns the name of the matched entry: the limit key without a wildcard entry's object key. */
+    public String ruleKey() {
+        return ruleKey;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ResolvedQuota r && quota.equals(r.quota) && level == r.level && limitKey.equals(r.limitKey)
+                && Objects.equals(matchedPrefix, r.matchedPrefix) && matchedOperation == r.matchedOperation;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(quota, level, limitKey, matchedPrefix, matchedOperation);
+    }
+
+    @Override
+    public String toString() {
+        return "ResolvedQuota[quota=" + quota + ", level=" + level + ", limitKey=" + limitKey + ", matchedPrefix="
+                + matchedPrefix + ", matchedOperation=" + matchedOperation + "]";
     }
 }
