@@ -371,10 +371,11 @@ final class QuotaExplainCommand implements Callable<Integer> {
         String base = url.contains("://") ? url : "http://" + url;
         URI u;
         try {
-            u = URI.create(base.endsWith("/") ? base + "v1/limiters" : base + "/v1/limiters");
-            if (u.getHost() == null) {
+            URI given = URI.create(base);
+            if (given.getHost() == null || given.getPort() == 0) {
                 throw new IllegalArgumentException("no host");
             }
+            u = given.resolve("/v1/limiters");
         } catch (IllegalArgumentException e) {
             throw new BadInput("--observer: '" + url + "' is not an address", "give http://HOST:PORT or HOST:PORT");
         }
@@ -570,8 +571,8 @@ final class QuotaExplainCommand implements Callable<Integer> {
             } else if (limit.blocked()) {
                 out.printf("per limiter g=%d: rate 0 blocks every request%n", g);
             } else {
-                out.printf(Locale.ROOT, "per limiter g=%d: rate %s/s (one request every %d ns), burst %d (capacity %d)%n", g,
-                        num(ratePerLimiter()), limit.emissionIntervalNs(), rq.quota().burst(), limit.capacity());
+                out.printf(Locale.ROOT, "per limiter g=%d: rate %s/s, burst %d (GCRA: T = %d ns, capacity %d)%n", g,
+                        num(ratePerLimiter()), rq.quota().burst(), limit.emissionIntervalNs(), limit.capacity());
             }
             if (membership == null) {
                 out.printf("group       g = DF = %d assumed; membership not given (--limiters, --observer or --etcd)%n", g);
