@@ -263,6 +263,9 @@ public final class LeveeClient implements AutoCloseable {
                         c -> c.observerReachable ? 0 : 1)
                 .description("1 while the last refresh did not reach the observer (the last list is kept)")
                 .register(registry);
+        // both reasons exported from the start at 0, so that rate() sees the first hold and dashboards find the series
+        holds("not_ready");
+        holds("shrunk");
         this.classifier = options.baseDomains().isEmpty() ? S3Classifier.pathStyleOnly()
                 : S3Classifier.withBaseDomains(options.baseDomains());
         this.http = vertx.httpClientBuilder()
