@@ -39,7 +39,7 @@ import picocli.CommandLine.Parameters;
         description = "Read and edit quotas in etcd (endpoints: --etcd or LEVEE_ETCD_ENDPOINTS).",
         subcommands = {QuotaCommand.Get.class, QuotaCommand.Set.class, QuotaCommand.Delete.class,
                 QuotaCommand.Import.class, QuotaCommand.Export.class, QuotaCommand.Validate.class,
-                QuotaCommand.Factor.class, QuotaCommand.Calc.class})
+                QuotaCommand.Factor.class, QuotaCommand.Calc.class, QuotaExplainCommand.class})
 final class QuotaCommand {
 
     /** The etcd options, given before or after the subcommand (inherited by every subcommand). */

@@ -263,6 +263,9 @@ public final class LeveeClient implements AutoCloseable {
                         c -> c.observerReachable ? 0 : 1)
                 .description("1 while the last refresh did not reach the observer (the last list is kept)")
                 .register(registry);
+        // both reasons exported from the start at 0, so that rate() sees the first hold and dashboards find the series
+        holds("not_ready");
+        holds("shrunk");
         this.classifier = options.baseDomains().isEmpty() ? S3Classifier.pathStyleOnly()
                 : S3Classifier.withBaseDomains(options.baseDomains());
         this.http = vertx.httpClientBuilder()
@@ -595,8 +598,12 @@ public final class LeveeClient implements AutoCloseable {
      * Cuts a resource or key longer than {@link #MAX_BYTES} to its first 1024 bytes (on a character
      * boundary) so that such a request is still counted — against the same bucket and prefix quotas —
      * rather than refused by the limiter as malformed and let through as a failed check.
+     * Public so that {@code levee quota explain} shows what a check carries (the same cut).
+     *
+     * @param c the classification, not null
+     * @return {@code c} itself when both fit, else a copy with the long parts cut
      */
-    static S3Classification clamp(S3Classification c) {
+    public static S3Classification clamp(S3Classification c) {
         String r = cut(c.resource());
         String k = cut(c.key());
         return r == c.resource() && k == c.key() ? c : new S3Classification(r, k, c.operation());

@@ -282,6 +282,9 @@ public final class GatewayService implements AutoCloseable {
         this.client = client;
         this.registry = registry;
         this.governance = options.governance().enabled() ? new Governance(options.governance(), SystemTicker.INSTANCE) : null;
+        if (governance != null) {
+            governance.bind(registry);
+        }
         if (governance != null && governance.site() != null) {
             governance.site().bind(registry);
         }

@@ -175,6 +175,62 @@ final class Governance implements AutoCloseable {
         }
     }
 
+    /**
+     * Registers the bandwidth and admission meters (issue 14, item 7): the counters of {@code /health/ready}
+     * ({@link #report()}) for Prometheus, read from the governors and queues at each scrape, aggregated per
+     * direction and admission class (no principal ids). Names: {@code levee_gateway_bandwidth_*} with tag
+     * {@code direction} ({@code upload}, {@code download}), {@code levee_gateway_admission_*} with tag
+     * {@code class} ({@code mutating_upload}, {@code download}); refusals carry a {@code reason}.
+     *
+     * @param registry where to register
+     */
+    void bind(io.micrometer.core.instrument.MeterRegistry registry) {
+        for (Direction d : Direction.values()) {
+            BandwidthGovernor g = governors.get(d);
+            String dir = d.name().toLowerCase(java.util.Locale.ROOT);
+            io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_bandwidth_granted_bytes_total", g,
+                    x -> x.stats().grantedBytes()).tag("direction", dir)
+                    .description("bytes granted to transfers (SPEC.md §8)").register(registry);
+            io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_bandwidth_granted_quanta_total", g,
+                    x -> x.stats().grantedQuanta()).tag("direction", dir)
+                    .description("grants of at most one quantum each").register(registry);
+            Map<String, java.util.function.ToDoubleFunction<BandwidthGovernor>> refusals = Map.of(
+                    "queue_full", x -> x.stats().refusedQueueFull(),
+                    "ownership_lost", x -> x.stats().refusedOwnershipLost(),
+                    "closed", x -> x.stats().refusedClosed(),
+                    "principal_table", x -> x.stats().refusedPrincipalTable());
+            refusals.forEach((reason, f) -> io.micrometer.core.instrument.FunctionCounter
+                    .builder("levee_gateway_bandwidth_refused_total", g, f).tag("direction", dir).tag("reason", reason)
+                    .description("permit requests refused, by reason").register(registry));
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_bandwidth_waiting_quanta", g,
+                    x -> x.stats().waitingQuanta()).tag("direction", dir)
+                    .description("permit requests waiting now (at most --max-waiting-quanta)").register(registry);
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_bandwidth_open_streams", openStreams.get(d),
+                    AtomicInteger::get).tag("direction", dir).description("bodies being transferred now").register(registry);
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_bandwidth_rate_bytes_per_second", g,
+                    x -> x.config().rateBytesPerSecond()).tag("direction", dir)
+                    .description("the direction's ceiling in force, bytes/s; 0 = none").register(registry);
+        }
+        for (AdmissionClass c : AdmissionClass.values()) {
+            AdmissionQueue q = queues.get(c);
+            String cls = c == AdmissionClass.MUTATING_UPLOAD ? "mutating_upload" : "download";
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_admission_in_flight", q,
+                    x -> c == AdmissionClass.MUTATING_UPLOAD ? x.stats().inFlightUploads() : x.stats().inFlightDownloads())
+                    .tag("class", cls).description("requests admitted and not yet released").register(registry);
+            io.micrometer.core.instrument.Gauge.builder("levee_gateway_admission_waiting", q, x -> x.stats().waiting())
+                    .tag("class", cls).description("requests waiting for admission now").register(registry);
+            io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_admission_admitted_total", q,
+                    x -> x.stats().admitted()).tag("class", cls).description("requests admitted").register(registry);
+            Map<String, java.util.function.ToDoubleFunction<AdmissionQueue>> refusals = Map.of(
+                    "queue_full", x -> x.stats().refusedQueueFull(),
+                    "timeout", x -> x.stats().refusedTimeout(),
+                    "closed", x -> x.stats().refusedClosed());
+            refusals.forEach((reason, f) -> io.micrometer.core.instrument.FunctionCounter
+                    .builder("levee_gateway_admission_refused_total", q, f).tag("class", cls).tag("reason", reason)
+                    .description("requests refused admission, by reason").register(registry));
+        }
+    }
+
     /** Returns the aggregated counters: no principal ids, keys, paths or object names. */
     ReadyReport.GovernanceReport report() {
         Map<String, ReadyReport.AdmissionReport> admission = new java.util.LinkedHashMap<>();

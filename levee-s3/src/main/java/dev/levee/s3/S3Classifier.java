@@ -182,6 +182,18 @@ public final class S3Classifier {
     }
 
     /**
+     * Tells whether a raw path percent-decodes the way the classifier needs (step 3 of the model): no
+     * truncated or non-hexadecimal escape and well-formed UTF-8. A path that does not classifies as
+     * {@link S3Operation#Unknown}; {@code levee quota explain} uses this to name the problem.
+     *
+     * @param rawPath the path, still percent-encoded, without the query; null counts as well-formed
+     * @return true when every escape decodes
+     */
+    public static boolean wellFormedEncoding(String rawPath) {
+        return rawPath == null || PercentDecoding.decodeOrNull(rawPath, 0, rawPath.length()) != null;
+    }
+
+    /**
      * Returns the bucket of a virtual-hosted request, or null when the request is path-style.
      *
      * @param host the effective Host, may be null, may carry a port

@@ -1,0 +1,207 @@
+package dev.levee.cli;
+
+import dev.levee.client.LeveeClient;
+import dev.levee.core.GcraLimit;
+import dev.levee.core.Rendezvous;
+import dev.levee.core.S3Operation;
+import dev.levee.quota.PrefixRule;
+import dev.levee.quota.QuotaConfig;
+import dev.levee.quota.QuotaLevel;
+import dev.levee.quota.ResolvedQuota;
+import dev.levee.quota.ResourceQuotas;
+import dev.levee.s3.S3Classification;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The answer of {@code levee quota explain} ({@link QuotaExplainCommand}), computed once with the services'
+ * own code and printed as text (80 columns) or JSON.
+ *
+ * @param g         the group size the client sends: {@code min(DF, active)}, or DF when the membership is unknown
+ * @param group     the top {@code g} limiters by HRW; null when the membership is unknown
+ * @param spillOver the next {@code g} by HRW rank, asked when the whole group failed
+ */
+record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaConfig cfg, String quotaSource,
+                        QuotaExplainCommand.Membership membership, int factor, ResolvedQuota rq, String entry, int g,
+                        GcraLimit limit, List<LeveeClient.Member> group, List<LeveeClient.Member> spillOver) {
+
+    static QuotaExplanation of(QuotaExplainCommand.Input in, S3Classification c, QuotaConfig cfg, String quotaSource,
+                                QuotaExplainCommand.Membership membership) {
+        ResolvedQuota rq = cfg.resolve(c.resource(), c.key(), c.operation());
+        int factor = membership != null && membership.factor() != null ? membership.factor() : cfg.factor();
+        List<LeveeClient.Member> group = null;
+        List<LeveeClient.Member> spill = null;
+        int g = factor;
+        if (membership != null) {
+            g = Rendezvous.groupSize(factor, membership.members().size());
+            List<LeveeClient.Member> ranked = Rendezvous.top(membership.members(), LeveeClient.Member::id,
+                    c.resource(), 2 * g);
+            group = ranked.subList(0, Math.min(g, ranked.size()));
+            spill = ranked.subList(Math.min(g, ranked.size()), ranked.size());
+        }
+        GcraLimit limit = g < 1 ? null : GcraLimit.of(rq.quota().rate(), rq.quota().burst(), g);
+        return new QuotaExplanation(in, c, cfg, quotaSource, membership, factor, rq, entry(cfg, c, rq), g, limit, group,
+                spill);
+    }
+
+    /** Names the configured entry that matched, as the quota file writes it. */
+    static String entry(QuotaConfig cfg, S3Classification c, ResolvedQuota rq) {
+        String r = quoted(c.resource());
+        return switch (rq.level()) {
+            case DEFAULT -> "default";
+            case METHODS_DEFAULT -> "methods_default." + rq.matchedOperation();
+            case RESOURCE -> "resources." + r + ".quota";
+            case PREFIX, PREFIX_METHOD -> {
+                ResourceQuotas q = cfg.resources().get(c.resource());
+                int index = -1;
+                for (int i = 0; q != null && i < q.prefixes().size(); i++) {
+                    PrefixRule p = q.prefixes().get(i);
+                    if (p.prefix().equals(rq.matchedPrefix())) {
+                        index = i;
+                        break;
+                    }
+                }
+                String at = "resources." + r + ".prefixes[" + index + "] (prefix " + quoted(rq.matchedPrefix()) + ")";
+                yield rq.level() == QuotaLevel.PREFIX ? at + ".quota" : at + ".methods." + rq.matchedOperation();
+            }
+        };
+    }
+
+    private static String quoted(String s) {
+        return '"' + dev.levee.runtime.LogText.escape(s, 200).replace("\"", "") + '"';
+    }
+
+    /** Requests per second one limiter admits: the quota's rate divided by g (SPEC.md §5). */
+    double ratePerLimiter() {
+        return g < 1 ? 0 : rq.quota().rate() / g;
+    }
+
+    Map<String, Object> toMap() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (in.request() != null) {
+            Map<String, Object> req = new LinkedHashMap<>();
+            req.put("method", in.request().method());
+            req.put("host", in.request().host());
+            req.put("path", in.request().path());
+            req.put("query", in.request().query());
+            req.put("copySource", in.request().hasCopySource());
+            m.put("request", req);
+        }
+        Map<String, Object> cls = new LinkedHashMap<>();
+        cls.put("resource", c.resource());
+        cls.put("key", c.key());
+        cls.put("operation", c.operation().name());
+        m.put("classification", cls);
+        m.put("quotas", quotaSource);
+        m.put("factor", factor);
+        Map<String, Object> match = new LinkedHashMap<>();
+        match.put("level", rq.level().label());
+        match.put("entry", entry);
+        match.put("prefix", rq.matchedPrefix());
+        match.put("operation", rq.matchedOperation() == null ? null : rq.matchedOperation().name());
+        m.put("match", match);
+        m.put("limitKey", rq.limitKey());
+        Map<String, Object> quota = new LinkedHashMap<>();
+        quota.put("rate", rq.quota().rate());
+        quota.put("burst", rq.quota().burst());
+        m.put("quota", quota);
+        m.put("g", g);
+        Map<String, Object> per = new LinkedHashMap<>();
+        per.put("rate", ratePerLimiter());
+        per.put("burst", rq.quota().burst());
+        if (limit != null) {
+            per.put("capacity", limit.capacity());
+            per.put("emissionIntervalNs", limit.blocked() ? null : limit.emissionIntervalNs());
+            per.put("blocked", limit.blocked());
+        }
+        m.put("perLimiter", per);
+        if (membership != null) {
+            Map<String, Object> grp = new LinkedHashMap<>();
+            grp.put("membership", membership.source());
+            grp.put("active", membership.members().size());
+            grp.put("limiters", members(group));
+            grp.put("spillOver", members(spillOver));
+            if (membership.note() != null) {
+                grp.put("note", membership.note());
+            }
+            m.put("group", grp);
+        } else {
+            m.put("group", null);
+        }
+        return m;
+    }
+
+    private static List<Map<String, Object>> members(List<LeveeClient.Member> list) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (LeveeClient.Member x : list) {
+            Map<String, Object> e = new LinkedHashMap<>();
+            e.put("id", x.id());
+            e.put("address", x.address());
+            out.add(e);
+        }
+        return out;
+    }
+
+    void print(PrintStream out) {
+        if (in.request() != null) {
+            out.printf("request     %s%n", printable(in.shown()));
+        }
+        out.printf("classified  resource=%s key=%s operation=%s%n", dev.levee.runtime.LogText.escape(c.resource()),
+                dev.levee.runtime.LogText.escape(c.key()), c.operation());
+        if (c.operation() == S3Operation.Unknown) {
+            out.println("            (no S3 operation: only quotas that do not name an operation apply)");
+        }
+        out.printf("quotas      %s (factor %d)%n", quotaSource, cfg.factor());
+        out.printf("matched     %s: %s%n", rq.level().label(), entry);
+        if (c.operation() == S3Operation.ListObjectsV2 && rq.matchedOperation() == S3Operation.ListObjects) {
+            out.println("            (ListObjectsV2 counted with the ListObjects quota of that level)");
+        }
+        out.printf("limit key   %s%n", dev.levee.runtime.LogText.escape(rq.limitKey()));
+        out.printf(Locale.ROOT, "quota       rate %s/s for the group, burst %d per limiter%n", num(rq.quota().rate()),
+                rq.quota().burst());
+        if (limit == null) {
+            out.println("per limiter none: no active limiter (every check answers failed, passed by the failure policy)");
+        } else if (limit.blocked()) {
+            out.printf("per limiter g=%d: rate 0 blocks every request%n", g);
+        } else {
+            out.printf(Locale.ROOT, "per limiter g=%d: rate %s/s, burst %d (GCRA: T = %d ns, capacity %d)%n", g,
+                    num(ratePerLimiter()), rq.quota().burst(), limit.emissionIntervalNs(), limit.capacity());
+        }
+        if (membership == null) {
+            out.printf("group       g = DF = %d assumed; membership not given (--limiters, --observer or --etcd)%n", g);
+            return;
+        }
+        out.printf("group       g = min(DF %d, %d active) = %d, by HRW over %s:%n", factor,
+                membership.members().size(), g, membership.source());
+        int rank = 1;
+        for (LeveeClient.Member x : group) {
+            out.printf("            %d. %s%s%n", rank++, x.id(), x.address() == null ? "" : "  " + x.address());
+        }
+        if (!spillOver.isEmpty()) {
+            List<String> next = new ArrayList<>();
+            spillOver.forEach(x -> next.add(x.id()));
+            out.printf("spill-over  %s (asked when every group member failed)%n", String.join(", ", next));
+        }
+        if (membership.note() != null) {
+            out.printf("note        %s%n", membership.note());
+        }
+    }
+
+    /** Escapes control characters as log lines do, without quoting the whole text. */
+    private static String printable(String s) {
+        List<String> parts = new ArrayList<>();
+        for (String part : s.split(" ")) {
+            parts.add(part.isEmpty() ? "" : dev.levee.runtime.LogText.escape(part, 400));
+        }
+        return String.join(" ", parts);
+    }
+
+    private static String num(double d) {
+        return d == Math.rint(d) && Math.abs(d) < 1e15 ? Long.toString((long) d)
+                : new java.math.BigDecimal(d).round(new java.math.MathContext(6)).stripTrailingZeros().toPlainString();
+    }
+}

@@ -1,0 +1,160 @@
+package dev.levee.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.levee.runtime.Json;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * {@code levee quota explain} through the command line: the request forms, the output, and bad input refused
+ * with one error line and one hint line, status 2 (its agreement with real limiters: levee-it QuotaExplainIT).
+ */
+class QuotaExplainCommandTest {
+
+    @TempDir
+    Path dir;
+
+    Path quotas;
+
+    @BeforeEach
+    void writeQuotas() throws Exception {
+        quotas = dir.resolve("q.yaml");
+        Files.writeString(quotas, """
+                factor: 4
+                default: {rate: 1000, burst: 500}
+                methods_default:
+                  CreateMultipartUpload: {rate: 40, burst: 4}
+                resources:
+                  example-bucket:
+                    prefixes:
+                      - {prefix: "uploads/*", quota: {rate: 1700, burst: 300}}
+                      - prefix: ""
+                        quota: {rate: 1700, burst: 300}
+                        methods: {PutObject: {rate: 100, burst: 25}}
+                """);
+    }
+
+    private MainTest.Run explain(String... args) {
+        List<String> all = new ArrayList<>(List.of("quota", "explain", "--quotas", quotas.toString()));
+        all.addAll(List.of(args));
+        return MainTest.run(all.toArray(String[]::new));
+    }
+
+    private static JsonNode json(MainTest.Run r) throws Exception {
+        assertThat(r.status()).as(r.err()).isZero();
+        return Json.MAPPER.readTree(r.out());
+    }
+
+    @Test
+    void anS3UriTakesTheKeyAsWritten() throws Exception {
+        JsonNode x = json(explain("--json", "PUT", "s3://example-bucket/uploads/100% a+b?.bin"));
+
+        assertThat(x.at("/classification/resource").asText()).isEqualTo("example-bucket");
+        assertThat(x.at("/classification/key").asText()).isEqualTo("uploads/100% a+b?.bin");
+        assertThat(x.at("/classification/operation").asText()).isEqualTo("PutObject");
+        assertThat(x.at("/match/level").asText()).isEqualTo("prefix");
+        assertThat(x.at("/match/prefix").asText()).isEqualTo("uploads/*");
+        assertThat(x.at("/limitKey").asText()).isEqualTo("prefix:example-bucket/uploads/*@uploads/100% a+b?.bin");
+        assertThat(x.at("/g").asInt()).isEqualTo(4);
+        assertThat(x.at("/perLimiter/rate").asDouble()).isEqualTo(425.0);
+        assertThat(x.at("/perLimiter/burst").asInt()).isEqualTo(300);
+        assertThat(x.at("/perLimiter/emissionIntervalNs").asLong()).isEqualTo(2_352_942L); // ceil(4e9 / 1700)
+        assertThat(x.at("/group").isNull()).isTrue();
+    }
+
+    @Test
+    void aVirtualHostedRequestAsNginxSeesItAndAGroupGivenByHand() throws Exception {
+        MainTest.Run r = explain("--base-domain", "s3.example", "--method", "POST", "--host", "example-bucket.s3.example",
+                "--uri", "/big.iso?uploads", "--limiters", "l1,l2,l3,l4,l5,l6");
+
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out())
+                .contains("classified  resource=example-bucket key=big.iso operation=CreateMultipartUpload")
+                .contains("matched     prefix: resources.\"example-bucket\".prefixes[1] (prefix \"\").quota")
+                .contains("limit key   prefix:example-bucket/")
+                .contains("per limiter g=4: rate 425/s")
+                .contains("group       g = min(DF 4, 6 active) = 4, by HRW over --limiters:")
+                .contains("spill-over  ");
+        assertThat(r.out().lines().filter(l -> l.matches(" {12}\\d\\. l\\d"))).hasSize(4);
+        assertThat(r.out().lines()).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(80));
+    }
+
+    @Test
+    void fewerLimitersThanTheFactorMakeASmallerGroup() throws Exception {
+        JsonNode x = json(explain("--json", "--limiters", "a,b", "--resource", "other", "--key", "k", "--operation",
+                "CreateMultipartUpload"));
+
+        assertThat(x.at("/match/level").asText()).isEqualTo("methods_default");
+        assertThat(x.at("/g").asInt()).isEqualTo(2);
+        assertThat(x.at("/perLimiter/rate").asDouble()).isEqualTo(20.0);
+        assertThat(x.at("/group/limiters")).hasSize(2);
+    }
+
+    @Test
+    void rawExplainsWhatStrictModeRefuses() throws Exception {
+        JsonNode x = json(explain("--json", "--raw", "--method", "get", "--uri", "/example-bucket/k"));
+
+        assertThat(x.at("/classification/operation").asText()).isEqualTo("Unknown");
+        assertThat(x.at("/match/level").asText()).isEqualTo("prefix");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    // arguments separated by ';'
+    @CsvSource(delimiter = '|', textBlock = """
+            unknown method             | FETCH;s3://b/k                              | unknown method 'FETCH'          | GET, HEAD, PUT, POST or DELETE
+            method in lower case       | --method;get;--uri;/b/k                     | unknown method 'get'            | did you mean GET?
+            bad escape                 | --method;GET;--uri;/b/%ZZ                   | malformed URI                   | %25
+            truncated escape           | --method;GET;--uri;/b/a%2                   | malformed URI                   | --raw
+            no leading slash           | --method;GET;--uri;b/k                      | must start with '/'             | $request_uri
+            raw space                  | --method;GET;--uri;/b/a b                   | malformed URI                   | %20
+            empty URI                  | --method;GET;--uri;''                       | malformed URI: empty            | /BUCKET/KEY
+            missing bucket in s3 URI   | PUT;s3:///k                                 | missing bucket                  | s3://BUCKET/KEY
+            empty s3 URI               | GET;s3://                                   | missing bucket                  | s3://BUCKET/KEY
+            missing bucket on service  | --method;PUT;--uri;/                        | missing bucket                  | --uri /BUCKET/KEY
+            not an s3 URI              | GET;http://b/k                              | a request is a method and s3:// | --method/--host/--uri
+            unknown operation          | --resource;b;--operation;GetObjekt          | unknown operation 'GetObjekt'   | AWS API names
+            resource without operation | --resource;b                                | go together                     | --operation
+            method without URI         | --method;GET                                | go together                     | --uri
+            two request forms          | GET;s3://b/k;--method;GET;--uri;/b/k        | one way only                    | --resource
+            no request                 | --json                                      | no request given                | s3://BUCKET/KEY
+            bad limiter id             | --limiters;a b;GET;s3://b/k                 | not a limiter id                | comma-separated
+            duplicate limiter          | --limiters;a,a;GET;s3://b/k                 | given twice                     | once
+            bad base domain            | --base-domain;s3.example:9000;GET;s3://b/k  | --base-domain                   | bare host names
+            bad observer               | --observer;http://;GET;s3://b/k             | not an address                  | HOST:PORT
+            """)
+    void badInputIsRefusedWithOneErrorAndOneHint(String what, String args, String error, String hint) {
+        MainTest.Run r = explain(args.replace("''", "").split(";", -1));
+
+        assertThat(r.status()).as(what + ": " + r.err()).isEqualTo(2);
+        assertThat(r.out()).isEmpty();
+        assertThat(r.err().lines().toList()).as(what).satisfiesExactly(
+                l -> assertThat(l).startsWith("levee quota explain: ").contains(error),
+                l -> assertThat(l).startsWith("hint: ").contains(hint));
+        assertThat(r.err()).doesNotContain("Exception").doesNotContain("\tat ");
+    }
+
+    @Test
+    void withoutQuotasItSaysWhereToGetThem() {
+        MainTest.Run r = MainTest.run("quota", "explain", "GET", "s3://b/k");
+
+        assertThat(r.status()).isEqualTo(2);
+        assertThat(r.err()).contains("no quotas").contains("--quotas FILE").contains("--etcd");
+    }
+
+    @Test
+    void anUnreachableObserverIsNamed() {
+        MainTest.Run r = explain("--observer", "127.0.0.1:1", "GET", "s3://b/k");
+
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.err()).contains("observer 127.0.0.1:1").doesNotContain("Exception");
+    }
+}
