@@ -191,6 +191,11 @@
     const box = $("plots");
     const keys = lines.map((l) => l.key).filter((k) => state.history.has(k)).slice(0, MAX_PLOTS);
     const present = new Map([...box.children].map((c) => [c.dataset.key, c]));
+    // the time axis: from one minute up to HISTORY_SECONDS, in whole minutes, as the history grows
+    let oldest = now;
+    for (const h of state.history.values()) if (h.samples.length > 0) oldest = Math.min(oldest, h.samples[0].t);
+    const span = Math.min(HISTORY_SECONDS, Math.max(60, Math.ceil((now - oldest) / 60000) * 60));
+    box.dataset.span = String(span);
     const ordered = [];
     for (const key of keys) {
       let card = present.get(key);
@@ -200,13 +205,17 @@
         card.append(el("div", null, "title"), el("div", null, "now"), svg("svg", { role: "img" }));
       }
       ordered.push(card);
-      drawPlot(card, state.history.get(key), now);
+      drawPlot(card, state.history.get(key), now, span);
     }
     box.replaceChildren(...ordered);
     box.dataset.polls = String(state.polls);
   }
 
-  function drawPlot(card, h, now) {
+  function tick(v) {
+    return v >= 10000 ? num(v) : Number.isInteger(v) ? String(v) : v.toFixed(1);
+  }
+
+  function drawPlot(card, h, now, span) {
     const width = Math.max(200, card.clientWidth - 10 || 360);
     const height = 120;
     const left = 44;
@@ -215,7 +224,7 @@
     const bottom = 16;
     const pts = h.samples.filter((s) => !s.gap);
     const max = niceMax(Math.max(0, ...pts.map((s) => Math.max(s.offered, s.admitted, s.refused, s.shadow))));
-    const x = (t) => left + (width - left - right) * (1 - (now - t) / (HISTORY_SECONDS * 1000));
+    const x = (t) => left + (width - left - right) * (1 - (now - t) / (span * 1000));
     const y = (v) => top + (height - top - bottom) * (1 - v / max);
     const last = pts[pts.length - 1];
     card.dataset.entry = h.entry;
@@ -229,13 +238,13 @@
     const s = card.querySelector("svg");
     s.setAttribute("width", String(width));
     s.setAttribute("height", String(height));
-    s.setAttribute("aria-label", "rates of " + h.entry + " over the last " + HISTORY_SECONDS / 60 + " minutes");
+    s.setAttribute("aria-label", "rates of " + h.entry + " over the last " + span / 60 + " minutes");
     const parts = [
       svg("line", { x1: left, y1: y(0), x2: width - right, y2: y(0), class: "axis" }),
       svg("line", { x1: left, y1: top, x2: left, y2: y(0), class: "axis" }),
-      svg("text", { x: left - 4, y: top + 8, "text-anchor": "end", class: "tick" }, num(max)),
+      svg("text", { x: left - 4, y: top + 8, "text-anchor": "end", class: "tick" }, tick(max)),
       svg("text", { x: left - 4, y: y(0), "text-anchor": "end", class: "tick" }, "0"),
-      svg("text", { x: left, y: height - 3, class: "tick" }, "-" + HISTORY_SECONDS / 60 + " min"),
+      svg("text", { x: left, y: height - 3, class: "tick" }, "-" + span / 60 + " min"),
       svg("text", { x: width - right, y: height - 3, "text-anchor": "end", class: "tick" }, "now"),
     ];
     for (const series of SERIES) {
@@ -243,6 +252,7 @@
       let d = "";
       let pen = "M";
       for (const p of h.samples) {
+        if (p.t < now - span * 1000) continue;
         if (p.gap) {
           pen = "M";
           continue;
