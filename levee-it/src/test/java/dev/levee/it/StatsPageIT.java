@@ -195,7 +195,7 @@ class StatsPageIT {
         Map<String, Map<String, Double>> out = new java.util.LinkedHashMap<>();
         for (JsonNode r : rows) {
             Map<String, Double> cells = new HashMap<>();
-            r.path("cells").fields().forEachRemaining(e -> cells.put(e.getKey(), e.getValue().asDouble()));
+            r.path("cells").properties().forEach(e -> cells.put(e.getKey(), e.getValue().asDouble()));
             out.put(r.path("entry").asText(), cells);
         }
         return out;
@@ -252,8 +252,6 @@ class StatsPageIT {
                             assertThat(rows.get("backups").get("refused")).as("backups refused/s").isZero();
                             assertThat(rows.get("photos").get("limiters")).as("limiters of its group").isEqualTo(2.0);
                         });
-                Map<String, Map<String, Double>> first = rows(page);
-                assertThat(first.get("photos").get("offered")).as("photos offered/s, sent 60/s").isBetween(30.0, 90.0);
 
                 assertThat(page.eval("document.getElementById('membership').textContent").asText())
                         .contains("3/3 limiters answered").contains("factor 2");
