@@ -44,7 +44,8 @@ import org.junit.jupiter.api.Test;
  * Chromium (Debian's package) opens {@code /ui}: the table lists the three entries with non-zero rates and
  * refusals where the quota is exceeded, the membership and configuration revision are shown, clicking a
  * header sorts, the plots gain samples and their lines change between two looks seconds apart, and the page
- * raises no Content-Security-Policy violation. A screenshot is kept in {@code target/it-logs/ui/}.
+ * raises no Content-Security-Policy violation; once the observer is stopped the page says it is unreachable and
+ * keeps its rows. Screenshots are kept in {@code target/it-logs/ui/} ({@code stats-page.png}, live).
  *
  * <p>Skipped (JUnit assumption) when Chromium is not installed; {@code scripts/test} installs it.
  */
@@ -108,8 +109,12 @@ class StatsPageIT {
                     new StaticQuotaSource(QuotaConfigLoader.parse(QUOTAS, "test quotas")), SystemTicker.INSTANCE,
                     Metrics.newRegistry(), stats)));
         }
-        client = done(LeveeClient.start(vertx, new LeveeClient.Options(obs, Duration.ofMillis(500), Duration.ofMillis(250),
-                Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()));
+        // generous check timeout and deadline: Chromium starting on a shared 2-core machine stalls this JVM; the
+        // checks are the page's traffic, not what is tested here
+        client = done(LeveeClient.start(vertx, new LeveeClient.Options(obs, Duration.ofMillis(500), Duration.ofSeconds(2),
+                Duration.ofSeconds(1), List.of(), LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT,
+                LeveeClient.Options.DEFAULT_MAX_BATCH, LeveeClient.Options.DEFAULT_LIST_GRACE, Duration.ofSeconds(5)),
+                SystemTicker.INSTANCE, Metrics.newRegistry()));
         await("the client sees the three limiters").atMost(Duration.ofSeconds(30))
                 .until(() -> client.view().limiters().size() == 3);
         endpoint = done(ClientService.start(vertx, new HostPort("127.0.0.1", 0), client, Metrics.newRegistry()));
@@ -283,8 +288,20 @@ class StatsPageIT {
                     assertThat(a.lastOffered()).as(s.entry() + " last offered/s").isPositive();
                 }
                 assertThat(page.eval("window.__csp").toString()).as("Content-Security-Policy violations").isEqualTo("[]");
-            } finally {
                 page.screenshot(DIR.resolve("stats-page.png"));
+
+                observer.close(); // the observer goes away: the page says so and keeps what it showed
+                await("the page says the observer is unreachable").atMost(Duration.ofSeconds(20))
+                        .pollInterval(Duration.ofMillis(250))
+                        .until(() -> page.eval("document.getElementById('status').dataset.state").asText().equals("error"));
+                assertThat(page.eval("document.getElementById('status').textContent").asText())
+                        .startsWith("observer unreachable:").contains("retrying every second");
+                assertThat(rows(page).keySet()).as("rows kept while the observer is away")
+                        .containsAll(STREAMS.stream().map(Stream::entry).toList());
+                page.screenshot(DIR.resolve("stats-page-observer-down.png"));
+            } catch (Exception | Error e) {
+                page.screenshot(DIR.resolve("stats-page-failure.png"));
+                throw e;
             }
         }
         assertThat(other).as("checks that failed, by kind").isEmpty();
