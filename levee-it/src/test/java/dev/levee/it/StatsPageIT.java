@@ -236,8 +236,8 @@ class StatsPageIT {
                 });
 
         Path binary = Chromium.find().orElseThrow();
-        try (Chromium page = Chromium.start(binary, DIR.resolve("chromium-profile-" + ProcessHandle.current().pid()
-                + "-" + System.nanoTime()), DIR.resolve("chromium.out"), 1280, 1200)) {
+        Path profile = Files.createTempDirectory("levee-chromium-");
+        try (Chromium page = Chromium.start(binary, profile, DIR.resolve("chromium.out"), 1280, 1200)) {
             page.beforeEachDocument("window.__csp = []; document.addEventListener('securitypolicyviolation',"
                     + " e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));");
             try {
@@ -302,6 +302,10 @@ class StatsPageIT {
             } catch (Exception | Error e) {
                 page.screenshot(DIR.resolve("stats-page-failure.png"));
                 throw e;
+            }
+        } finally {
+            try (java.util.stream.Stream<Path> files = Files.walk(profile)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
             }
         }
         assertThat(other).as("checks that failed, by kind").isEmpty();
