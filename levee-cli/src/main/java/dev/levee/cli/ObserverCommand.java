@@ -51,6 +51,11 @@ final class ObserverCommand implements Callable<Integer> {
                     + " in time is listed as not answered (default: ${DEFAULT-VALUE})")
     Duration statsTimeout;
 
+    @Option(names = "--ui", negatable = true, defaultValue = "false",
+            description = "serve the live page of the hot resources at http://<listen>/ui/ (table, plots of the last"
+                    + " minutes, membership, config revision), on the observer's listener (default: off)")
+    boolean ui;
+
     @Override
     public Integer call() {
         if (statsTimeout.isNegative() || statsTimeout.isZero()) {
@@ -65,8 +70,9 @@ final class ObserverCommand implements Callable<Integer> {
                     () -> source.current().factor());
             Vertx vertx = dev.levee.runtime.Http.vertx();
             ObserverService s = Daemon.await(ObserverService.start(vertx, listen, membership, source::ready,
-                    Metrics.newRegistry(), statsTimeout), "observer could not start on " + listen);
-            System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)");
+                    Metrics.newRegistry(), statsTimeout, page()), "observer could not start on " + listen);
+            System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)"
+                    + page(s));
             return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5),
                     () -> s.stop(shutdownTimeout).eventually(() -> {
                         membership.close();
@@ -80,9 +86,18 @@ final class ObserverCommand implements Callable<Integer> {
         common.apply("levee-observer");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry, statsTimeout),
-                "observer could not start on " + listen);
-        System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (factor " + df + ")");
+        ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry, statsTimeout,
+                page()), "observer could not start on " + listen);
+        System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (factor " + df + ")"
+                + page(s));
         return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5), () -> s.stop(shutdownTimeout));
+    }
+
+    private dev.levee.observer.StatsPage page() {
+        return ui ? dev.levee.observer.StatsPage.load() : null;
+    }
+
+    private String page(ObserverService s) {
+        return ui ? "; live page at http://" + new HostPort(listen.host(), s.port()) + "/ui/" : "";
     }
 }

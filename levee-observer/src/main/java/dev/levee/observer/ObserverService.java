@@ -21,7 +21,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>API: {@code POST /v1/heartbeat {"id","address"}} → 204; {@code DELETE /v1/limiters/<id>} →
  * 204/404; {@code GET /v1/limiters} → {@code {revision, factor, limiters:[{id,address}], incarnation,
- * ready}}; {@code GET /health}; {@code GET /metrics}. Malformed input → 400 with a message.
+ * ready}}; {@code GET /health}; {@code GET /metrics}; {@code GET /ui/} the live page when enabled
+ * ({@link StatsPage}). Malformed input → 400 with a message.
  *
  * <p>{@code incarnation} is a random id drawn at each start: revisions of two incarnations are not
  * comparable. {@code ready} is false while the list may be incomplete — for one heartbeat TTL after
@@ -102,12 +103,24 @@ public final class ObserverService implements AutoCloseable {
     public static Future<ObserverService> start(Vertx vertx, HostPort listen, MembershipSource source,
                                                 java.util.function.BooleanSupplier ready, MeterRegistry registry,
                                                 Duration statsTimeout) {
+        return start(vertx, listen, source, ready, registry, statsTimeout, null);
+    }
+
+    /**
+     * As {@link #start(Vertx, HostPort, MembershipSource, java.util.function.BooleanSupplier, MeterRegistry, Duration)},
+     * serving the live page at {@code /ui/} unless {@code page} is null (CLI {@code --ui}, default off).
+     */
+    public static Future<ObserverService> start(Vertx vertx, HostPort listen, MembershipSource source,
+                                                java.util.function.BooleanSupplier ready, MeterRegistry registry,
+                                                Duration statsTimeout, StatsPage page) {
         StatsAggregator stats = new StatsAggregator(vertx, statsTimeout);
         Gauge.builder("levee_observer_limiters", () -> source.view().limiters().size())
                 .description("active limiters").register(registry);
         Status status = Status.of(ready, "etcd unreachable");
         return Http.listen(vertx, listen, req -> {
-            if (req.path().equals("/v1/heartbeat")) {
+            if (StatsPage.owns(req.path())) {
+                StatsPage.handle(page, req);
+            } else if (req.path().equals("/v1/heartbeat")) {
                 Http.error(req.response(), 409, "membership comes from etcd leases; heartbeats are not used");
             } else {
                 handle(req, null, source, registry, status, stats);
@@ -136,6 +149,15 @@ public final class ObserverService implements AutoCloseable {
      */
     public static Future<ObserverService> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry,
                                                 Duration statsTimeout) {
+        return start(vertx, options, ticker, registry, statsTimeout, null);
+    }
+
+    /**
+     * As {@link #start(Vertx, Options, Ticker, MeterRegistry, Duration)}, serving the live page at {@code /ui/}
+     * unless {@code page} is null (CLI {@code --ui}, default off).
+     */
+    public static Future<ObserverService> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry,
+                                                Duration statsTimeout, StatsPage page) {
         StatsAggregator stats = new StatsAggregator(vertx, statsTimeout);
         HeartbeatMembership membership = new HeartbeatMembership(ticker, options.ttl().toNanos(), options.factor(),
                 options.maxMembers());
@@ -144,8 +166,13 @@ public final class ObserverService implements AutoCloseable {
         long started = ticker.read();
         long ttlNs = options.ttl().toNanos();
         Status status = Status.of(() -> ticker.read() - started >= ttlNs, "collecting heartbeats");
-        return Http.listen(vertx, options.listen(), req -> handle(req, membership, membership, registry, status,
-                stats)).map(server -> {
+        return Http.listen(vertx, options.listen(), req -> {
+            if (StatsPage.owns(req.path())) {
+                StatsPage.handle(page, req);
+            } else {
+                handle(req, membership, membership, registry, status, stats);
+            }
+        }).map(server -> {
             long every = Math.max(100, options.ttl().toMillis() / 4);
             long[] lastRevision = {0};
             long timer = vertx.setPeriodic(every, id -> {
