@@ -529,7 +529,10 @@ public final class LimiterService implements AutoCloseable {
     }
 
     /**
-     * Decides one request (the HTTP-free core of {@code POST /v1/check}).
+     * Decides one request (the HTTP-free core of {@code POST /v1/check}): the enforced quota
+     * ({@link QuotaConfig#resolveEnforced}) decides; a shadow quota that matched is decided on its own state,
+     * logged and counted, and changes nothing of the answer but {@link CheckResponse#shadow()}
+     * (docs/decisions.md, "Shadow quotas and RateLimit header fields").
      *
      * @param cfg      the configuration snapshot to use
      * @param resource bucket
@@ -571,6 +574,7 @@ public final class LimiterService implements AutoCloseable {
         ResolvedQuota counted = wouldReject || rq == null ? sq : rq;
         boolean warmup = WARMUP_RESOURCE.equals(resource);
         if (!warmup) {
+            // one outcome per check, with the level of the quota that produced it: where per-resource stats hook in
             count(outcome, counted.level().label());
             if (sq != null) {
                 countShadow(shadow, sq.level().label());
