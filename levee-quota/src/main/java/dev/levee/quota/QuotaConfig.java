@@ -165,20 +165,24 @@ public final class QuotaConfig {
      */
     private QuotaConfig enforcedView() {
         QuotaMode dm = defaultMode;
-        boolean any = defaultQuota.modeOr(dm) == QuotaMode.SHADOW;
+        boolean shadowDefault = defaultQuota.modeOr(dm) == QuotaMode.SHADOW;
         Map<S3Operation, Quota> md = stripped(methodsDefault, dm);
-        any |= md != methodsDefault;
-        Map<String, ResourceQuotas> stripped = new LinkedHashMap<>(Math.max(16, (int) (index.size() / 0.75f) + 1));
-        for (Map.Entry<String, PrefixIndex> e : index.entrySet()) {
-            ResourceQuotas rq = e.getValue().config();
-            ResourceQuotas s = stripped(rq, dm);
-            any |= s != rq;
-            stripped.put(e.getKey(), s);
+        boolean any = shadowDefault || md != methodsDefault;
+        if (!any) {
+            for (PrefixIndex p : index.values()) { // the usual case: no shadow quota, nothing allocated
+                if (stripped(p.config(), dm) != p.config()) {
+                    any = true;
+                    break;
+                }
+            }
         }
         if (!any) {
             return this;
         }
-        boolean shadowDefault = defaultQuota.modeOr(dm) == QuotaMode.SHADOW;
+        Map<String, ResourceQuotas> stripped = new LinkedHashMap<>(Math.max(16, (int) (index.size() / 0.75f) + 1));
+        for (Map.Entry<String, PrefixIndex> e : index.entrySet()) {
+            stripped.put(e.getKey(), stripped(e.getValue().config(), dm));
+        }
         Builder b = builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(md).resources(stripped).reuse(this);
         return new QuotaConfig(b, true, shadowDefault);
     }
