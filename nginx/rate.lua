@@ -21,6 +21,12 @@
 -- path as well: never a bare 500. HTTP/2 requests, from which the lua module makes no
 -- subrequests, are failed checks with that reason in the error log.
 --
+-- RateLimit header fields (IETF draft-ietf-httpapi-ratelimit-headers; docs/nginx.md): levee-client
+-- answers a rejected check with RateLimit-Policy and RateLimit, and rate.lua copies them onto the
+-- 503 SlowDown beside Retry-After. With { ratelimit_on_accept = true } the check asks for them on
+-- accepted checks too (GET /v1/s3check?ratelimit=1) and rate.lua sets them on the response the
+-- backend's answer becomes (default off: nothing added to accepted responses).
+--
 -- The result word goes to $levee_result for the access log. Failures are counted, with accepted
 -- and rejected, in the optional shared dict "levee" (see stats()) and written to the error log:
 -- at once when the reason changes, else at most once per second per worker, with the number of
@@ -103,8 +109,19 @@ local function announces_body()
     return length ~= nil and length > 0
 end
 
+local RATELIMIT_POLICY = "RateLimit-Policy"
+local RATELIMIT = "RateLimit"
+
+-- Sets the RateLimit header fields of the response, when levee-client sent them.
+local function set_ratelimit(policy, limit)
+    if policy ~= nil and limit ~= nil and policy ~= "" and limit ~= "" then
+        ngx.header[RATELIMIT_POLICY] = policy
+        ngx.header[RATELIMIT] = limit
+    end
+end
+
 -- Writes the 503 SlowDown response (AWS S3 REST error response) and ends the request.
-local function respond_slow_down(retry_after)
+local function respond_slow_down(retry_after, policy, limit)
     local uri = ngx.var.request_uri or "/"
     local q = find(uri, "?", 1, true)
     local path = q and sub(uri, 1, q - 1) or uri
@@ -117,6 +134,7 @@ local function respond_slow_down(retry_after)
     ngx.header["Content-Length"] = #body
     ngx.header["Retry-After"] = retry_after
     ngx.header["x-amz-request-id"] = request_id
+    set_ratelimit(policy, limit)
     if ngx.req.get_method() == "HEAD" then
         ngx.send_headers()
     else
@@ -126,15 +144,19 @@ local function respond_slow_down(retry_after)
 end
 
 -- Refuses the current request with 503 SlowDown (from the access phase).
-local function refuse(retry_after)
+local function refuse(retry_after, policy, limit)
     if announces_body() then
         -- no "100 Continue" for an upload we refuse, and no reading it: @levee_slowdown closes
         ngx.req.clear_header("Expect")
         if set_var("levee_retry_after", tostring(retry_after)) then
+            -- the fields go by variables too (ngx.ctx does not survive ngx.exec); a levee-check.conf
+            -- older than the fields lacks them, and the 503 then goes without them
+            set_var("levee_ratelimit_policy", policy or "")
+            set_var("levee_ratelimit", limit or "")
             return ngx.exec(SLOWDOWN_LOCATION)
         end
     end
-    return respond_slow_down(retry_after)
+    return respond_slow_down(retry_after, policy, limit)
 end
 
 local function retry_after_of(res)
@@ -145,9 +167,12 @@ local function retry_after_of(res)
     return floor(v)
 end
 
+local CHECK_PLAIN = { method = HTTP_GET }
+local CHECK_WITH_FIELDS = { method = HTTP_GET, args = "ratelimit=1" }
+
 -- Asks levee-client through the internal location; returns the result word, Retry-After
--- (seconds) and, when failed, the reason.
-local function check(location)
+-- (seconds), when failed the reason, and the RateLimit-Policy and RateLimit values (or nil).
+local function check(location, on_accept)
     if type(location) ~= "string" or location == "" then
         error("the check location must be a path such as \"/.levee\", got " .. tostring(location))
     end
@@ -161,13 +186,16 @@ local function check(location)
         return FAILED, 0, "HTTP/2 request: the NGINX lua module makes no subrequests from HTTP/2;"
                 .. " serve S3 over HTTP/1.1 on this listener"
     end
-    local res = capture(location, { method = HTTP_GET })
+    local res = capture(location, on_accept and CHECK_WITH_FIELDS or CHECK_PLAIN)
     local result = res.header["X-Levee-Result"]
     if res.status == 200 and result == ACCEPTED then
+        if on_accept then
+            return ACCEPTED, 0, nil, res.header[RATELIMIT_POLICY], res.header[RATELIMIT]
+        end
         return ACCEPTED, 0
     end
     if res.status == 429 and result == REJECTED then
-        return REJECTED, retry_after_of(res)
+        return REJECTED, retry_after_of(res), nil, res.header[RATELIMIT_POLICY], res.header[RATELIMIT]
     end
     return FAILED, 0, "levee-client answered " .. tostring(res.status) .. " " .. tostring(result)
             .. (res.truncated and " (truncated)" or "")
@@ -175,7 +203,7 @@ end
 
 local function policy_of(opts)
     if opts == nil then
-        return "allow"
+        return "allow", false
     end
     if type(opts) ~= "table" then
         error("options must be a table such as { on_failure = \"allow\" }")
@@ -184,17 +212,23 @@ local function policy_of(opts)
     if policy ~= "allow" and policy ~= "deny" then
         error("on_failure must be \"allow\" or \"deny\", got " .. tostring(policy))
     end
-    return policy
+    local on_accept = opts.ratelimit_on_accept
+    if on_accept ~= nil and on_accept ~= true and on_accept ~= false then
+        error("ratelimit_on_accept must be true or false, got " .. tostring(on_accept))
+    end
+    return policy, on_accept == true
 end
 
 --- Checks the current request with Levee and enforces the decision (access phase).
 -- @param location internal location that proxies to levee-client, e.g. "/.levee" (".levee" works too)
--- @param opts     { on_failure = "allow" | "deny" } (default "allow")
+-- @param opts     { on_failure = "allow" | "deny" (default "allow"),
+--                   ratelimit_on_accept = true | false (default false) }
 function _M.attempt(location, opts)
     local policy = "allow"
-    local ok, word, retry_after, reason = pcall(function()
-        policy = policy_of(opts)
-        return check(location)
+    local ok, word, retry_after, reason, rl_policy, rl_limit = pcall(function()
+        local on_accept
+        policy, on_accept = policy_of(opts)
+        return check(location, on_accept)
     end)
     if not ok then
         -- word holds the error message
@@ -203,11 +237,14 @@ function _M.attempt(location, opts)
     set_var("levee_result", word)
     if word == ACCEPTED then
         count(ACCEPTED)
+        if rl_policy ~= nil then
+            pcall(set_ratelimit, rl_policy, rl_limit)
+        end
         return
     end
     if word == REJECTED then
         count(REJECTED)
-        return refuse(retry_after)
+        return refuse(retry_after, rl_policy, rl_limit)
     end
     log_failure(reason, policy)
     if policy == "deny" then
@@ -218,7 +255,9 @@ end
 --- Answers 503 SlowDown with the Retry-After handed over by attempt() (content of @levee_slowdown).
 function _M.slow_down()
     local retry_after = tonumber(ngx.var.levee_retry_after) or 1
-    return respond_slow_down(retry_after)
+    local ok_p, policy = pcall(function() return ngx.var.levee_ratelimit_policy end)
+    local ok_l, limit = pcall(function() return ngx.var.levee_ratelimit end)
+    return respond_slow_down(retry_after, ok_p and policy or nil, ok_l and limit or nil)
 end
 
 --- Returns the counters of the shared dict "levee": { accepted = n, rejected = n, failed = n }.

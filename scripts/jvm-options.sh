@@ -38,7 +38,13 @@ levee_jvm_options() {
   case " ${LEVEE_JAVA_OPTS:-} " in
     *" -XX:+Use"*"GC "*) echo "$heap -XX:+ExitOnOutOfMemoryError"; return 0 ;;
   esac
-  echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:+ExitOnOutOfMemoryError"
+  case "$role" in
+    # the check path (docs/BENCHMARKS.md, "Garbage collector per role"): generational ZGC, whose pauses stay under
+    # 1 ms where G1's young pauses of ~3 ms grew to 20-90 ms whenever the GC threads waited for a core; committed
+    # memory goes back to the OS 30 s after it was last needed (as G1's periodic collection did)
+    limiter|client) echo "$heap -XX:+UseZGC -XX:ZUncommitDelay=30 -XX:+ExitOnOutOfMemoryError" ;;
+    *) echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:+ExitOnOutOfMemoryError" ;;
+  esac
 }
 
 # Prints the arguments one a line with each @FILE replaced by the words of that file (comments from #).

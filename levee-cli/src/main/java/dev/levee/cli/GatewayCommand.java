@@ -83,6 +83,11 @@ final class GatewayCommand implements Callable<Integer> {
                     + " (default: ${DEFAULT-VALUE})")
     boolean enforce;
 
+    @Option(names = "--ratelimit-headers-on-accept", defaultValue = "false",
+            description = "also put the RateLimit-Policy and RateLimit header fields on responses the rate check"
+                    + " accepted; a 503 SlowDown of the rate check always carries them (default: off)")
+    boolean rateLimitOnAccept;
+
     @Option(names = "--on-failure", defaultValue = "ALLOW",
             description = "when no limiter answers: ALLOW or DENY (default: ${DEFAULT-VALUE})")
     GatewayService.OnFailure onFailure;
@@ -286,7 +291,8 @@ final class GatewayCommand implements Callable<Integer> {
                     .withHealthToken(healthToken())
                     .withClientDeadlines(new GatewayService.ClientDeadlines(requestHeaderTimeout, requestBodyTimeout,
                             minBodyRate, sendTimeout))
-                    .withContinueTimeout(backendContinueTimeout);
+                    .withContinueTimeout(backendContinueTimeout)
+                    .withRateLimitOnAccept(rateLimitOnAccept);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -51,6 +51,11 @@ final class NginxConfigCommand implements Callable<Integer> {
             description = "allow | deny: what NGINX does when no decision comes back (default: ${DEFAULT-VALUE})")
     NginxConfig.OnFailure onFailure;
 
+    @Option(names = "--ratelimit-headers-on-accept", defaultValue = "false",
+            description = "also put the RateLimit-Policy and RateLimit header fields on accepted responses; a 503"
+                    + " SlowDown always carries them (default: off)")
+    boolean rateLimitOnAccept;
+
     @Option(names = "--timeout", converter = Converters.DurationConverter.class, defaultValue = "1s",
             description = "longest a check may take before on_failure applies (default: ${DEFAULT-VALUE})")
     Duration timeout;
@@ -93,6 +98,7 @@ final class NginxConfigCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         NginxConfig.Builder b = NginxConfig.builder()
                 .listen(listen).backend(backend).client(client).onFailure(onFailure).timeout(timeout)
+                .rateLimitOnAccept(rateLimitOnAccept)
                 .checkLocation(checkLocation).checkInclude(checkInclude).workers(workers)
                 .statusListen(statusListen).http2(http2);
         if (luaModules != null) {

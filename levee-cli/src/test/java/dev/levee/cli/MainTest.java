@@ -177,6 +177,17 @@ class MainTest {
     }
 
     @Test
+    void gatewayRateLimitFieldsOnAcceptedResponsesAreOffUnlessTheFlagIsGiven() {
+        GatewayCommand defaults = new GatewayCommand();
+        new picocli.CommandLine(defaults).parseArgs("--backend", "127.0.0.1:9");
+        assertThat(defaults.options().rateLimitOnAccept()).isFalse();
+        GatewayCommand set = new GatewayCommand();
+        new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--ratelimit-headers-on-accept");
+        assertThat(set.options().rateLimitOnAccept()).isTrue();
+        assertThat(run("gateway", "--help").out()).contains("--ratelimit-headers-on-accept");
+    }
+
+    @Test
     void gatewayClockSkewNeedsPrincipalsAndARange() throws Exception {
         Run without = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--max-clock-skew", "5m");
         assertThat(without.status()).isNotZero();

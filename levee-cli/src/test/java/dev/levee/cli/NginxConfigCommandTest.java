@@ -36,6 +36,17 @@ class NginxConfigCommandTest {
     }
 
     @Test
+    void theRateLimitFieldsOnAcceptedResponsesAreOffUnlessAsked() {
+        MainTest.Run off = MainTest.run("nginx-config", "--part", "site");
+        assertThat(off.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\" })");
+        MainTest.Run on = MainTest.run("nginx-config", "--part", "site", "--ratelimit-headers-on-accept");
+        assertThat(on.status()).as(on.err()).isZero();
+        assertThat(on.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", ratelimit_on_accept = true })");
+        assertThat(MainTest.run("nginx-config", "--part", "check").out())
+                .contains("set $levee_ratelimit_policy \"\";").contains("set $levee_ratelimit \"\";");
+    }
+
+    @Test
     void valuesReachTheConfiguration() {
         MainTest.Run r = MainTest.run("nginx-config", "--listen", "10.0.0.5:80", "--backend", "10.0.0.9:7480",
                 "--client", "127.0.0.1:7201", "--timeout", "250ms", "--on-failure", "deny", "--lua-dir",

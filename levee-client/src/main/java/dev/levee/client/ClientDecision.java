@@ -13,9 +13,44 @@ import dev.levee.s3.S3Classification;
  * @param limitKey       the counter that decided; null when failed
  * @param classification what the S3 request was classified as
  * @param attempts       limiters asked (≥ 1 unless there was no limiter at all)
+ * @param rate           the enforced quota's rate, requests per second for the whole group; 0 when unknown
+ * @param burst          its burst, requests per limiter
+ * @param reset          seconds until the key's allowance on the deciding limiter is whole again; 0 when unknown
+ *                       (a limiter older than issue 14, or no enforced quota)
+ * @param wouldReject    whether a shadow quota would have refused the request (it was admitted unless an
+ *                       enforced quota refused it; docs/decisions.md, "Shadow quotas")
  */
 public record ClientDecision(Result result, long retryAfter, long remaining, String limiter, String level,
-                             String limitKey, S3Classification classification, int attempts) {
+                             String limitKey, S3Classification classification, int attempts, double rate, int burst,
+                             long reset, boolean wouldReject) {
+
+    /** A decision without quota figures (failed checks, tests). */
+    public ClientDecision(Result result, long retryAfter, long remaining, String limiter, String level,
+                          String limitKey, S3Classification classification, int attempts) {
+        this(result, retryAfter, remaining, limiter, level, limitKey, classification, attempts, 0, 0, 0, false);
+    }
+
+    /**
+     * Returns the {@code RateLimit-Policy} field value for this decision (docs/decisions.md, "RateLimit header
+     * fields"), or null when the decision names no enforced quota (failed, only shadow quotas, an older
+     * limiter).
+     */
+    public String rateLimitPolicy() {
+        return hasQuota() ? RateLimitFields.policy(level, rate) : null;
+    }
+
+    /** Returns the {@code RateLimit} field value for this decision, or null as {@link #rateLimitPolicy()}. */
+    public String rateLimit() {
+        if (!hasQuota()) {
+            return null;
+        }
+        return result == Result.REJECTED ? RateLimitFields.limit(level, 0, retryAfter)
+                : RateLimitFields.limit(level, remaining, reset);
+    }
+
+    private boolean hasQuota() {
+        return result != Result.FAILED && level != null && reset > 0;
+    }
 
     /** The three results of SPEC.md §1. */
     public enum Result {

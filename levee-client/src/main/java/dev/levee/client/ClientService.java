@@ -22,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * <p>{@code GET /v1/s3check} with headers {@code X-Levee-Method}, {@code X-Levee-Host},
  * {@code X-Levee-Uri} (the raw request URI with query) and optionally {@code X-Levee-Copy-Source};
  * or {@code POST /v1/s3check} with JSON {@code {method, host, uri, copySource}}. Answers 200 / 429
- * (with {@code Retry-After}) / 500 and header {@code X-Levee-Result}; the GET form (NGINX's
+ * (with {@code Retry-After} and the RateLimit header fields, {@link RateLimitFields}; on a 200 too when the
+ * query is {@value #RATELIMIT_ON_ACCEPT}) / 500 and header {@code X-Levee-Result}; the GET form (NGINX's
  * subrequest, which reads only the status and headers) has an empty body, the POST form a JSON body
  * with the limiter, resource, operation and matched quota level. A request missing method or URI
  * gets 400. Also {@code GET /health} (503 while no limiter is known — every check then fails and passes by
@@ -61,11 +62,11 @@ public final class ClientService implements AutoCloseable {
         String path = req.path();
         if (path.equals("/v1/s3check") && req.method() == HttpMethod.GET) {
             decide(req, client, new S3Facts(req.getHeader(METHOD), req.getHeader(HOST), req.getHeader(URI),
-                    req.getHeader(COPY_SOURCE)), false);
+                    req.getHeader(COPY_SOURCE)), false, RATELIMIT_ON_ACCEPT.equals(req.query()));
         } else if (path.equals("/v1/s3check") && req.method() == HttpMethod.POST) {
             Http.withBody(req, body -> {
                 try {
-                    decide(req, client, Json.parse(body, S3Facts.class), true);
+                    decide(req, client, Json.parse(body, S3Facts.class), true, RATELIMIT_ON_ACCEPT.equals(req.query()));
                 } catch (IllegalArgumentException e) {
                     Http.error(req.response(), 400, e.getMessage());
                 }
@@ -93,7 +94,17 @@ public final class ClientService implements AutoCloseable {
     private static final CharSequence CONTENT_LENGTH = io.vertx.core.http.HttpHeaders.CONTENT_LENGTH;
     private static final CharSequence ZERO = io.vertx.core.http.HttpHeaders.createOptimized("0");
 
-    private static void decide(HttpServerRequest req, LeveeClient client, S3Facts f, boolean withBody) {
+    /**
+     * The query of a check that also wants the RateLimit fields on an accepted answer ({@value}); a rejected
+     * answer always carries them (docs/nginx.md, "RateLimit header fields").
+     */
+    public static final String RATELIMIT_ON_ACCEPT = "ratelimit=1";
+    private static final CharSequence RATELIMIT_POLICY = io.vertx.core.http.HttpHeaders.createOptimized(
+            RateLimitFields.POLICY_HEADER);
+    private static final CharSequence RATELIMIT = io.vertx.core.http.HttpHeaders.createOptimized(RateLimitFields.LIMIT_HEADER);
+
+    private static void decide(HttpServerRequest req, LeveeClient client, S3Facts f, boolean withBody,
+                               boolean rateLimitOnAccept) {
         if (f.method() == null || f.method().isEmpty()) {
             Http.error(req.response(), 400, "missing S3 request method (X-Levee-Method or 'method')");
             return;
@@ -120,6 +131,12 @@ public final class ClientService implements AutoCloseable {
             ClientDecision d = ar.result();
             if (d.result() == ClientDecision.Result.REJECTED) {
                 resp.putHeader(RETRY_AFTER, Long.toString(d.retryAfter()));
+            }
+            if (d.result() == ClientDecision.Result.REJECTED || rateLimitOnAccept) {
+                String policy = d.rateLimitPolicy();
+                if (policy != null) {
+                    resp.putHeader(RATELIMIT_POLICY, policy).putHeader(RATELIMIT, d.rateLimit());
+                }
             }
             resp.putHeader(RESULT, d.result().word());
             if (!withBody) {

@@ -192,8 +192,9 @@ public final class LeveeClient implements AutoCloseable {
         }
     }
 
+    /** A limiter's answer; {@code rate}, {@code burst}, {@code reset}, {@code shadow}: absent from limiters before issue 14. */
     private record LimiterAnswer(String result, String level, String limitKey, long remaining, long retryAfter,
-                                 String limiter, String error) {
+                                 String limiter, String error, double rate, int burst, long reset, String shadow) {
     }
 
     private record BatchAnswer(List<LimiterAnswer> decisions) {
@@ -933,10 +934,14 @@ public final class LeveeClient implements AutoCloseable {
                     if (spilled) {
                         count("spilled");
                     }
+                    boolean wouldReject = "would_reject".equals(a.shadow());
+                    if (wouldReject) {
+                        count("would_reject"); // admitted (or refused by an enforced quota); the shadow quota refused
+                    }
                     p.plan().promise().complete(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
                             : ClientDecision.Result.REJECTED, ok ? 0 : Math.max(1, a.retryAfter()), a.remaining(),
-                            address, a.level(), a.limitKey(), p.plan().c(), p.i() + 1),
-                            null, spilled));
+                            address, a.level(), a.limitKey(), p.plan().c(), p.i() + 1, a.rate(), a.burst(), a.reset(),
+                            wouldReject), null, spilled));
                 }
                 case "invalid" -> refused(p, "limiter refused the check: " + a.error());
                 default -> failed(List.of(p), new IllegalStateException("limiter answered '" + r + "'"));
@@ -989,7 +994,9 @@ public final class LeveeClient implements AutoCloseable {
                 case BinaryChecks.REJECTED -> "rejected";
                 case BinaryChecks.INVALID -> "invalid";
                 default -> "failed";
-            }, a.level(), a.limitKey(), a.remaining(), a.retryAfter(), null, a.error());
+            }, a.level(), a.limitKey(), a.remaining(), a.retryAfter(), null, a.error(), a.rate(), a.burst(), a.reset(),
+                    a.shadow() == BinaryChecks.SHADOW_WOULD_REJECT ? "would_reject"
+                            : a.shadow() == BinaryChecks.SHADOW_ACCEPTED ? "accepted" : null);
         }
         return java.util.Arrays.asList(out);
     }
@@ -1024,11 +1031,12 @@ public final class LeveeClient implements AutoCloseable {
     private ClientDecision done(ClientDecision d, String why, boolean spilled) {
         count(d.result().word());
         if (LOG.isInfoEnabled()) {
-            LOG.info("result={} limiter={} resource={} key={} op={} level={} retry_after={} attempts={}{}{}",
+            LOG.info("result={} limiter={} resource={} key={} op={} level={} retry_after={} attempts={}{}{}{}",
                     d.result().word(), d.limiter() == null ? "-" : d.limiter(),
                     LogText.escape(d.classification().resource()), LogText.escape(d.classification().key()),
                     d.classification().operation(), d.level() == null ? "-" : d.level(), d.retryAfter(), d.attempts(),
-                    spilled ? " spilled=true" : "", why == null ? "" : " reason=" + LogText.escape(why, 400));
+                    spilled ? " spilled=true" : "", d.wouldReject() ? " shadow=would_reject" : "",
+                    why == null ? "" : " reason=" + LogText.escape(why, 400));
         }
         return d;
     }

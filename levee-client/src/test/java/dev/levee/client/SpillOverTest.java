@@ -43,6 +43,8 @@ class SpillOverTest {
     final Map<String, List<Integer>> decided = new ConcurrentHashMap<>();
     /** Limiters that take a check and never answer (an overloaded limiter). */
     final Set<String> silent = ConcurrentHashMap.newKeySet();
+    /** Whether the stand-ins answer that a shadow quota would have refused (issue 14). */
+    volatile boolean wouldReject;
     MeterRegistry registry;
     LeveeClient client;
 
@@ -68,7 +70,7 @@ class SpillOverTest {
                     decided.get(id).add(c.getInteger("g"));
                     answers.add(new JsonObject().put("result", "accepted").put("level", "default")
                             .put("limitKey", "default:" + c.getString("resource")).put("remaining", 1)
-                            .put("retryAfter", 0).put("limiter", id));
+                            .put("retryAfter", 0).put("limiter", id).put("shadow", wouldReject ? "would_reject" : null));
                 }
                 req.response().putHeader("Content-Type", "application/json").end(req.path().equals("/v1/checks")
                         ? new JsonObject().put("decisions", answers).encode() : answers.getJsonObject(0).encode());
@@ -156,6 +158,22 @@ class SpillOverTest {
         assertThat((System.nanoTime() - t1) / 1_000_000).isLessThan(10 * 150);
         assertThat(decidedBy()).containsExactly("l1", "l2");
         assertThat(count("spilled")).isEqualTo(11);
+    }
+
+    @Test
+    void aShadowRefusalIsCountedOncePerCheckWhenTheCheckFailedOverAndSpilled() throws Exception {
+        wouldReject = true;
+        silent.add("l3"); // takes the check and never answers: it may have decided it, the client counts the answer
+        kill("l4");
+        List<ClientDecision> ds = new ArrayList<>();
+        for (int k = 0; k < 12; k++) {
+            ds.add(check(DEAD_GROUP_BUCKET, k));
+        }
+        assertThat(ds).extracting(ClientDecision::result).containsOnly(ClientDecision.Result.ACCEPTED);
+        assertThat(ds).extracting(ClientDecision::wouldReject).containsOnly(true);
+        assertThat(count("would_reject")).isEqualTo(12);
+        assertThat(count("accepted")).isEqualTo(12);
+        assertThat(count("spilled")).isEqualTo(12);
     }
 
     @Test

@@ -168,6 +168,26 @@ public final class QuotaConfigLoader {
     }
 
     /**
+     * Parses the value of {@code /levee/mode}: the mode of quotas that set none, {@code enforce} or
+     * {@code shadow} (docs/quotas.md, "Shadow quotas").
+     *
+     * @param yaml       the YAML text, such as {@code "shadow"}
+     * @param sourceName how messages name the text, such as the etcd key
+     * @return the mode
+     * @throws QuotaConfigException if the text is not exactly {@code enforce} or {@code shadow}
+     * @throws NullPointerException if {@code yaml} is {@code null}
+     */
+    public static dev.levee.quota.QuotaMode parseMode(String yaml, String sourceName) {
+        QuotaDecoder decoder = new QuotaDecoder(name(sourceName));
+        YamlTree.Node root = readPart(yaml, decoder);
+        dev.levee.quota.QuotaMode mode = root == null ? null : decoder.mode(root, "", null);
+        if (root == null && !decoder.hasProblems()) {
+            decoder.addRuleProblems(List.of(ConfigProblem.of("", "expected " + QuotaDecoder.MODE_EXPECTED + ", got an empty value")));
+        }
+        return finish(decoder, mode);
+    }
+
+    /**
      * Parses the value of {@code /levee/quotas/default}: one quota {@code {rate, burst}}.
      *
      * @param yaml       the YAML text

@@ -14,6 +14,7 @@ import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaConfigException;
+import dev.levee.quota.QuotaMode;
 import dev.levee.quota.ResourceQuotas;
 import java.math.BigDecimal;
 import java.math.BigInteger;
@@ -40,12 +41,13 @@ import java.util.regex.Pattern;
  */
 final class QuotaDecoder {
 
-    static final List<String> ROOT_FIELDS = List.of("factor", "default", "methods_default", "resources");
+    static final List<String> ROOT_FIELDS = List.of("factor", "mode", "default", "methods_default", "resources");
     static final List<String> RESOURCE_FIELDS = List.of("quota", "prefixes");
     static final List<String> ENTRY_FIELDS = List.of("prefix", "quota", "methods");
-    static final List<String> QUOTA_FIELDS = List.of("rate", "burst");
+    static final List<String> QUOTA_FIELDS = List.of("rate", "burst", "mode");
 
     static final String FACTOR_EXPECTED = "an integer ≥ 1 (the limiter group size)";
+    static final String MODE_EXPECTED = "enforce or shadow";
     static final String QUOTA_EXPECTED = "a mapping with rate (requests per second) and burst (requests)";
 
     private static final Quota PLACEHOLDER = new Quota(0, 0);
@@ -150,6 +152,13 @@ final class QuotaDecoder {
                 builder.factor(value);
             }
         }
+        Field mode = fields.get("mode");
+        if (mode != null) {
+            QuotaMode value = mode(mode.value(), "mode", null);
+            if (value != null) {
+                builder.defaultMode(value);
+            }
+        }
         Field defaultQuota = fields.get("default");
         if (defaultQuota != null) {
             Quota quota = quota(defaultQuota.value(), "default", null);
@@ -221,7 +230,31 @@ final class QuotaDecoder {
         } else {
             burst = burst(burstField.value(), ConfigPath.field(path, "burst"), context);
         }
-        return rate != null && burst != null ? new Quota(rate, burst) : null;
+        QuotaMode mode = null;
+        boolean modeOk = true;
+        Field modeField = fields.get("mode");
+        if (modeField != null) {
+            mode = mode(modeField.value(), ConfigPath.field(path, "mode"), context);
+            modeOk = mode != null;
+        }
+        return rate != null && burst != null && modeOk ? new Quota(rate, burst, mode) : null;
+    }
+
+    /** Decodes a mode: exactly {@code enforce} or {@code shadow} (docs/quotas.md, "Shadow quotas"). */
+    QuotaMode mode(Node node, String path, String context) {
+        if (node instanceof Scalar s && s.kind() == Kind.STRING) {
+            java.util.Optional<QuotaMode> m = QuotaMode.byLabel(s.text());
+            if (m.isPresent()) {
+                return m.get();
+            }
+            report(path, context, "expected " + MODE_EXPECTED + ", got " + describe(node)
+                    + suggestion(s.text(), List.of("enforce", "shadow")), node.mark());
+            return null;
+        }
+        if (!invalid(node)) {
+            report(path, context, "expected " + MODE_EXPECTED + ", got " + describe(node), node.mark());
+        }
+        return null;
     }
 
     private Double rate(Node node, String path, String context) {

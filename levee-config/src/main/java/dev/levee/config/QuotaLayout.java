@@ -18,6 +18,8 @@ import java.util.TreeMap;
  * <table>
  * <caption>keys</caption>
  * <tr><td>{@code factor}</td><td>group factor DF, integer ≥ 1 (default 1 when absent)</td></tr>
+ * <tr><td>{@code mode}</td><td>{@code enforce} or {@code shadow}: the mode of quotas that set none (default
+ * {@code enforce} when absent)</td></tr>
  * <tr><td>{@code quotas/default}</td><td>{@code {rate, burst}} (required)</td></tr>
  * <tr><td>{@code quotas/methods_default}</td><td>{@code {<Operation>: {rate, burst}}}</td></tr>
  * <tr><td>{@code resources/<bucket>}</td><td>{@code {quota, prefixes}}</td></tr>
@@ -30,6 +32,8 @@ public final class QuotaLayout {
 
     /** Relative key of the group factor. */
     public static final String FACTOR = "factor";
+    /** Relative key of the default mode of quotas (docs/quotas.md, "Shadow quotas"). */
+    public static final String MODE = "mode";
     /** Relative key of the default quota. */
     public static final String DEFAULT = "quotas/default";
     /** Relative key of the per-operation defaults. */
@@ -122,6 +126,8 @@ public final class QuotaLayout {
             try {
                 if (key.equals(FACTOR)) {
                     b.factor(QuotaConfigLoader.parseFactor(e.getValue(), full));
+                } else if (key.equals(MODE)) {
+                    b.defaultMode(QuotaConfigLoader.parseMode(e.getValue(), full));
                 } else if (key.equals(DEFAULT)) {
                     b.defaultQuota(QuotaConfigLoader.parseQuota(e.getValue(), full));
                     haveDefault = true;
@@ -136,7 +142,7 @@ public final class QuotaLayout {
                     b.resource(bucket, r);
                     resources++;
                 } else {
-                    problems.add(new ConfigProblem(full, "key", null, "unknown key: expected " + prefix + FACTOR + ", "
+                    problems.add(new ConfigProblem(full, "key", null, "unknown key: expected " + prefix + FACTOR + ", " + prefix + MODE + ", "
                             + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT + " or " + prefix + RESOURCES + "<bucket>"));
                 }
             } catch (QuotaConfigException ex) {
@@ -169,6 +175,9 @@ public final class QuotaLayout {
     public static Map<String, String> toValues(QuotaConfig cfg) {
         Map<String, String> out = new LinkedHashMap<>();
         out.put(FACTOR, Integer.toString(cfg.factor()));
+        if (cfg.defaultMode() != dev.levee.quota.QuotaMode.ENFORCE) {
+            out.put(MODE, cfg.defaultMode().label());
+        }
         out.put(DEFAULT, QuotaYamlWriter.writePart(cfg.defaultQuota()));
         if (!cfg.methodsDefault().isEmpty()) {
             out.put(METHODS_DEFAULT, QuotaYamlWriter.writePart(cfg.methodsDefault()));

@@ -36,6 +36,9 @@ final class QuotaYamlWriter {
         try (JsonGenerator g = FACTORY.createGenerator(out)) {
             g.writeStartObject();
             g.writeNumberField("factor", config.factor());
+            if (config.defaultMode() != dev.levee.quota.QuotaMode.ENFORCE) {
+                g.writeStringField("mode", config.defaultMode().label());
+            }
             g.writeFieldName("default");
             quota(g, config.defaultQuota());
             if (!config.methodsDefault().isEmpty()) {
@@ -125,6 +128,9 @@ final class QuotaYamlWriter {
             g.writeNumber(Double.toString(rate));
         }
         g.writeNumberField("burst", quota.burst());
+        if (quota.mode() != null) {
+            g.writeStringField("mode", quota.mode().label());
+        }
         g.writeEndObject();
     }
 }

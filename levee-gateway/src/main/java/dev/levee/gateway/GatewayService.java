@@ -193,10 +193,14 @@ public final class GatewayService implements AutoCloseable {
      * @param clientDeadlines how long slow clients are waited for; {@link ClientDeadlines#DEFAULTS} by default
      * @param continueTimeout how long a request body waits for the backend's {@code 100 Continue}
      *                        before it is sent anyway (default 1 s, {@link #DEFAULT_CONTINUE_TIMEOUT})
+     * @param rateLimitOnAccept whether accepted requests' responses also carry the RateLimit header fields (a
+     *                        {@code 503 SlowDown} of the rate check always does; default off, CLI
+     *                        {@code --ratelimit-headers-on-accept}; docs/gateway.md)
      */
     public record Options(HostPort listen, HostPort admin, HostPort backend, boolean enforce, OnFailure onFailure,
                           Duration backendTimeout, int maxConnections, GovernanceSettings governance,
-                          String healthToken, ClientDeadlines clientDeadlines, Duration continueTimeout) {
+                          String healthToken, ClientDeadlines clientDeadlines, Duration continueTimeout,
+                          boolean rateLimitOnAccept) {
         /** The default continue timeout: 1 s (as curl waits for 100 Continue). */
         public static final Duration DEFAULT_CONTINUE_TIMEOUT = Duration.ofSeconds(1);
 
@@ -225,31 +229,37 @@ public final class GatewayService implements AutoCloseable {
         public Options(HostPort listen, HostPort admin, HostPort backend, boolean enforce, OnFailure onFailure,
                        Duration backendTimeout, int maxConnections) {
             this(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, GovernanceSettings.off(), null,
-                    ClientDeadlines.DEFAULTS, DEFAULT_CONTINUE_TIMEOUT);
+                    ClientDeadlines.DEFAULTS, DEFAULT_CONTINUE_TIMEOUT, false);
         }
 
         /** Returns these settings with {@code governance}. */
         public Options withGovernance(GovernanceSettings settings) {
             return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, settings, healthToken,
-                    clientDeadlines, continueTimeout);
+                    clientDeadlines, continueTimeout, rateLimitOnAccept);
         }
 
         /** Returns these settings with the bearer token of {@code /health/ready}. */
         public Options withHealthToken(String token) {
             return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance, token,
-                    clientDeadlines, continueTimeout);
+                    clientDeadlines, continueTimeout, rateLimitOnAccept);
         }
 
         /** Returns these settings with the slow-client deadlines {@code deadlines}. */
         public Options withClientDeadlines(ClientDeadlines deadlines) {
             return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance,
-                    healthToken, deadlines, continueTimeout);
+                    healthToken, deadlines, continueTimeout, rateLimitOnAccept);
         }
 
         /** Returns these settings with the continue timeout {@code timeout}. */
         public Options withContinueTimeout(Duration timeout) {
             return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance,
-                    healthToken, clientDeadlines, timeout);
+                    healthToken, clientDeadlines, timeout, rateLimitOnAccept);
+        }
+
+        /** Returns these settings with the RateLimit header fields on accepted responses on or off. */
+        public Options withRateLimitOnAccept(boolean on) {
+            return new Options(listen, admin, backend, enforce, onFailure, backendTimeout, maxConnections, governance,
+                    healthToken, clientDeadlines, continueTimeout, on);
         }
     }
 
@@ -650,9 +660,13 @@ public final class GatewayService implements AutoCloseable {
                 }
             } else if (d.result() == ClientDecision.Result.REJECTED) {
                 count("rejected");
+                rateLimitFields(req.response(), d);
                 refuse(req, d.retryAfter(), "rate limit");
             } else {
                 count("accepted");
+                if (options.rateLimitOnAccept()) {
+                    rateLimitFields(req.response(), d); // kept: the backend's answer is added to these headers
+                }
                 admit(ex);
             }
         });
@@ -1166,6 +1180,15 @@ public final class GatewayService implements AutoCloseable {
             return false;
         }
         return true;
+    }
+
+    /** Puts the RateLimit header fields of a rate decision on the response (docs/gateway.md). */
+    private static void rateLimitFields(HttpServerResponse resp, ClientDecision d) {
+        String policy = d.rateLimitPolicy();
+        if (policy != null) {
+            resp.putHeader(dev.levee.client.RateLimitFields.POLICY_HEADER, policy)
+                    .putHeader(dev.levee.client.RateLimitFields.LIMIT_HEADER, d.rateLimit());
+        }
     }
 
     private void refuse(HttpServerRequest req, long retryAfter, String why) {

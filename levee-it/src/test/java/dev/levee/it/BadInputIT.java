@@ -185,6 +185,25 @@ class BadInputIT {
     }
 
     @Test
+    void aVersion1BinaryBodyIsAnsweredInVersion1AndVersion2CarriesTheQuotaFigures() throws Exception {
+        // a levee-client of before issue 14 sends version 1 and reads version-1 answers only
+        byte[] v1 = binary(new Object[] {"binv1", "a", "GetObject", 1});
+        v1[0] = (byte) dev.levee.runtime.BinaryChecks.VERSION_1;
+        HttpResponse<byte[]> old = postBinary("/v1/check", v1);
+        assertThat(old.statusCode()).isEqualTo(200);
+        assertThat(old.body()[0]).isEqualTo((byte) 1);
+        var a = dev.levee.runtime.BinaryChecks.readAnswers(old.body(), 1)[0];
+        assertThat(a.limitKey()).isEqualTo("default:binv1");
+        assertThat(a.reset()).as("not in version 1").isZero();
+        HttpResponse<byte[]> now = postBinary("/v1/check", binary(new Object[] {"binv2", "a", "GetObject", 1}));
+        assertThat(now.body()[0]).isEqualTo((byte) 2);
+        var b = dev.levee.runtime.BinaryChecks.readAnswers(now.body(), 1)[0];
+        assertThat(b.rate()).isPositive();
+        assertThat(b.reset()).isPositive();
+        assertThat(b.shadow()).isEqualTo(dev.levee.runtime.BinaryChecks.SHADOW_NONE);
+    }
+
+    @Test
     void binaryChecksAreDecidedAsTheirJsonForms() throws Exception {
         // single: the status and Retry-After of the JSON form, one binary answer
         HttpResponse<byte[]> one = postBinary("/v1/check", binary(new Object[] {"binone", "a", "GetObject", 2}));

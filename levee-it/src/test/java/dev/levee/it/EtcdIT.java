@@ -153,6 +153,43 @@ class EtcdIT {
     }
 
     @Test
+    void theModeKeySwitchesEveryQuotaWithoutAModeToShadowAndBackWithoutARestart() throws Exception {
+        String prefix = newPrefix();
+        assertThat(cli("quota", "import", file("""
+                default: {rate: 1000, burst: 100}
+                resources:
+                  trial: {quota: {rate: 1, burst: 1}}
+                  kept: {quota: {rate: 1, burst: 1, mode: enforce}}
+                """).toString(), "--etcd-prefix", prefix)).isZero();
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+            LimiterService l = limiter("mode-1", source);
+            assertThat(l.decide(source.current(), "trial", "k", S3Operation.GetObject, 1).result()).isEqualTo("accepted");
+            assertThat(l.decide(source.current(), "trial", "k", S3Operation.GetObject, 1).result()).isEqualTo("rejected");
+            put(prefix + "mode", "shadow\n");
+            await().atMost(Duration.ofSeconds(5)).until(() -> source.current().defaultMode() == dev.levee.quota.QuotaMode.SHADOW);
+            for (int i = 0; i < 3; i++) {
+                CheckResponse r = l.decide(source.current(), "trial", "k", S3Operation.GetObject, 1);
+                assertThat(r.result()).as("only shadow quotas apply to 'trial' now").isEqualTo("accepted");
+                assertThat(r.level()).isNull();
+                // its own state: a fresh key, so one admission by the trial, then would-rejects
+                assertThat(r.shadow()).isEqualTo(i == 0 ? "accepted" : CheckResponse.WOULD_REJECT);
+            }
+            l.decide(source.current(), "kept", "k", S3Operation.GetObject, 1);
+            assertThat(l.decide(source.current(), "kept", "k", S3Operation.GetObject, 1).result())
+                    .as("mode: enforce wins over the default mode").isEqualTo("rejected");
+            put(prefix + "mode", "Shadow\n");
+            await().atMost(Duration.ofSeconds(5)).until(() -> source.rejectedUpdates() == 1);
+            assertThat(source.lastRejection()).contains(prefix + "mode").contains("expected enforce or shadow");
+            assertThat(source.current().defaultMode()).isEqualTo(dev.levee.quota.QuotaMode.SHADOW);
+            try (Client other = Etcd.client(List.of(IT.etcd().endpoint()))) {
+                other.getKVClient().delete(ByteSequence.from(prefix + "mode", StandardCharsets.UTF_8)).get();
+            }
+            await().atMost(Duration.ofSeconds(5)).until(() -> source.current().defaultMode() == dev.levee.quota.QuotaMode.ENFORCE);
+            done(l.stop());
+        }
+    }
+
+    @Test
     void etcdDownForTenSecondsThenChangedReconnectsToEtcdsFinalState() throws Exception {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file("""

@@ -58,7 +58,7 @@ class HotResourcesIT {
               hot-b: {quota: {rate: 1000, burst: 100}}
               hot-c:
                 prefixes:
-                  - {prefix: "logs/", quota: {rate: 60, burst: 6}}
+                  - {prefix: "logs/", quota: {rate: 60, burst: 6, mode: shadow}}
               warm: {quota: {rate: 100000, burst: 10000}}
             """;
 
@@ -78,7 +78,7 @@ class HotResourcesIT {
     static final List<Stream> STREAMS = List.of(
             new Stream("hot-a", "k", 200, "hot-a", false),        // twice its quota: about half refused
             new Stream("hot-b", "k", 150, "hot-b", false),        // below its quota: nothing refused
-            new Stream("hot-c", "logs/k", 120, "hot-c \"logs/\"", false)); // twice its quota
+            new Stream("hot-c", "logs/k", 120, "hot-c \"logs/\"", true)); // twice its shadow quota: all admitted
 
     static final int SENDERS_PER_STREAM = 4;
     static final long WINDOW = 5;

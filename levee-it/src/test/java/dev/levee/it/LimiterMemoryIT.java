@@ -73,8 +73,12 @@ class LimiterMemoryIT {
 
     @Test
     void theLauncherSizesEachRolesHeapAndReturnsMemoryWhenIdle() throws Exception {
-        assertThat(options("limiter", "--id", "l1")).contains("-Xmx622m", "-XX:G1PeriodicGCInterval=30000",
-                "-XX:+ExitOnOutOfMemoryError");
+        // the check path's roles on generational ZGC (pauses < 1 ms), returning idle memory after 30 s; the others G1
+        assertThat(options("limiter", "--id", "l1")).contains("-Xmx622m", "-XX:+UseZGC", "-XX:ZUncommitDelay=30",
+                "-XX:+ExitOnOutOfMemoryError").doesNotContain("-XX:+UseG1GC");
+        assertThat(options("client")).contains("-XX:+UseZGC", "-XX:ZUncommitDelay=30");
+        assertThat(options("observer")).contains("-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=30000", "-XX:MaxHeapFreeRatio=30");
+        assertThat(options("gateway", "--backend", "h:1")).contains("-XX:+UseG1GC");
         assertThat(options("limiter", "--id", "l1", "--max-keys", "4000000")).contains("-Xmx1720m");
         assertThat(options("limiter", "--max-keys=100000")).contains("-Xmx292m");
         assertThat(options("limiter", "--max-keys", "lots")).contains("-Xmx622m");

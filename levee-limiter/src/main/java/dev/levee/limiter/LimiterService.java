@@ -126,6 +126,7 @@ public final class LimiterService implements AutoCloseable {
     private final GcraTable table;
     private final MeterRegistry registry;
     private final Map<String, Map<String, Counter>> counters = new ConcurrentHashMap<>();
+    private final Map<String, Map<String, Counter>> shadowCounters = new ConcurrentHashMap<>();
     private final Vertx vertx;
     private final io.micrometer.core.instrument.DistributionSummary batchSizes;
     private HttpServer server;
@@ -179,6 +180,20 @@ public final class LimiterService implements AutoCloseable {
                 .register(registry);
         Gauge.builder("levee_config_revision", config, QuotaSource::revision)
                 .description("revision of the configuration in force").tag("limiter", options.id()).register(registry);
+    }
+
+    /**
+     * Creates a limiter that decides ({@link #decide}) but neither listens nor sends heartbeats: for tests and
+     * benchmarks of the decision path with an injected clock.
+     *
+     * @param options its settings (only the id and the key cap are used)
+     * @param config  the quota source
+     * @param ticker  the monotonic clock of its GCRA table
+     * @param registry where its counters go
+     * @return the limiter
+     */
+    public static LimiterService detached(Options options, QuotaSource config, Ticker ticker, MeterRegistry registry) {
+        return new LimiterService(null, options, config, ticker, registry, DecisionStats.DEFAULTS);
     }
 
     /**
@@ -410,7 +425,7 @@ public final class LimiterService implements AutoCloseable {
             count("failed", "none");
             LOG.error("decision failed resource={} key={} op={}", LogText.escape(in.resource()), LogText.escape(in.key()),
                     op, e);
-            Http.json(req.response(), 500, new CheckResponse("failed", null, null, 0, 0, options.id(), 0, 0));
+            Http.json(req.response(), 500, CheckResponse.failed(options.id()));
         }
     }
 
@@ -450,7 +465,7 @@ public final class LimiterService implements AutoCloseable {
                 count("failed", "none");
                 LOG.error("decision failed resource={} key={} op={}", LogText.escape(in.resource()),
                         LogText.escape(in.key()), op, e);
-                decisions.add(new CheckResponse("failed", null, null, 0, 0, options.id(), 0, 0));
+                decisions.add(CheckResponse.failed(options.id()));
             }
         }
         Http.json(req.response(), 200, Map.of("decisions", decisions));
@@ -486,7 +501,7 @@ public final class LimiterService implements AutoCloseable {
         if (!one && !WARMUP_RESOURCE.equals(in.resources()[0])) {
             batchSizes.record(n);
         }
-        io.netty.buffer.ByteBuf out = BinaryChecks.start(n, 8 + n * 64);
+        io.netty.buffer.ByteBuf out = BinaryChecks.start(in.version(), n, 8 + n * 88);
         int status = 200;
         long retryAfter = 0;
         for (int i = 0; i < n; i++) {
@@ -503,7 +518,10 @@ public final class LimiterService implements AutoCloseable {
             try {
                 CheckResponse d = decide(cfg, c.resource(), c.key(), op, c.g());
                 boolean ok = d.result().equals("accepted");
-                BinaryChecks.writeDecision(out, ok, d.level(), d.limitKey(), d.remaining(), d.retryAfter());
+                BinaryChecks.writeDecision(out, in.version(), ok, d.level(), d.limitKey(), d.remaining(), d.retryAfter(),
+                        d.shadow() == null ? BinaryChecks.SHADOW_NONE : d.shadow().equals(CheckResponse.WOULD_REJECT)
+                                ? BinaryChecks.SHADOW_WOULD_REJECT : BinaryChecks.SHADOW_ACCEPTED,
+                        d.rate(), d.burst(), d.reset());
                 status = ok ? 200 : 429;
                 retryAfter = d.retryAfter();
             } catch (RuntimeException e) {
@@ -527,7 +545,10 @@ public final class LimiterService implements AutoCloseable {
     }
 
     /**
-     * Decides one request (the HTTP-free core of {@code POST /v1/check}).
+     * Decides one request (the HTTP-free core of {@code POST /v1/check}): the enforced quota
+     * ({@link QuotaConfig#resolveEnforced}) decides; a shadow quota that matched is decided on its own state,
+     * logged and counted, and changes nothing of the answer but {@link CheckResponse#shadow()}
+     * (docs/decisions.md, "Shadow quotas and RateLimit header fields").
      *
      * @param cfg      the configuration snapshot to use
      * @param resource bucket
@@ -537,27 +558,102 @@ public final class LimiterService implements AutoCloseable {
      * @return the decision
      */
     public CheckResponse decide(QuotaConfig cfg, String resource, String key, S3Operation op, int g) {
-        ResolvedQuota rq = cfg.resolve(resource, key, op);
-        GcraLimit limit = GcraLimit.of(rq.quota().rate(), rq.quota().burst(), g);
-        long r = table.attempt(rq.limitKey(), limit);
-        boolean ok = Gcra.admitted(r);
+        ResolvedQuota rq = cfg.resolveEnforced(resource, key, op); // null: only shadow quotas apply
+        boolean ok = true;
+        long retry = 0;
+        long remaining = 0;
+        long reset = 0;
+        if (rq != null) {
+            GcraLimit limit = GcraLimit.of(rq.quota().rate(), rq.quota().burst(), g);
+            long r = table.attempt(rq.limitKey(), limit);
+            ok = Gcra.admitted(r);
+            retry = Gcra.retryAfterSeconds(r);
+            remaining = ok ? r : 0;
+            reset = resetSeconds(limit, r);
+        }
+        // a shadow quota is decided on its own state (key "shadow:<limit key>"): it never touches the enforced TAT
+        ResolvedQuota sq = null;
+        String shadow = null;
+        long shadowR = 0;
+        if (cfg.hasShadow()) {
+            ResolvedQuota full = cfg.resolve(resource, key, op);
+            if (cfg.isShadow(full)) {
+                sq = full;
+                shadowR = table.attempt(SHADOW_KEY.concat(sq.limitKey()), GcraLimit.of(sq.quota().rate(), sq.quota().burst(), g));
+                shadow = Gcra.admitted(shadowR) ? "accepted" : CheckResponse.WOULD_REJECT;
+            }
+        }
         String result = ok ? "accepted" : "rejected";
-        long retry = Gcra.retryAfterSeconds(r);
-        long remaining = ok ? r : 0;
+        // the one outcome counted per check: rejected (enforced), would_reject (admitted, the shadow quota refused), accepted
+        boolean wouldReject = ok && sq != null && shadowR < 0;
+        String outcome = !ok ? "rejected" : wouldReject ? CheckResponse.WOULD_REJECT : "accepted";
+        ResolvedQuota counted = wouldReject || rq == null ? sq : rq;
         boolean warmup = WARMUP_RESOURCE.equals(resource);
         if (!warmup) {
-            count(result, rq.level().label());
-            recordDecision(rq, ok ? DecisionStats.Outcome.ADMITTED : DecisionStats.Outcome.REFUSED);
+            // one outcome per check, with the level of the quota that produced it (metrics and per-resource stats)
+            count(outcome, counted.level().label());
+            // per-resource stats: a request on a shadow entry is one row, the trial's (its enforced refusals included)
+            recordDecision(sq != null ? sq : rq, !ok ? DecisionStats.Outcome.REFUSED
+                    : wouldReject ? DecisionStats.Outcome.WOULD_REJECT : DecisionStats.Outcome.ADMITTED);
+            if (sq != null) {
+                countShadow(shadow, sq.level().label());
+            }
         }
         if (!warmup && DECISIONS.isInfoEnabled()) {
-            DECISIONS.info("decision result={} resource={} key={} op={} level={} limit_key={} rate={} burst={} g={}"
-                            + " remaining={} retry_after={} limiter={}",
-                    result, LogText.escape(resource), LogText.escape(key), op, rq.level().label(),
-                    LogText.escape(rq.limitKey()), rq.quota().rate(), rq.quota().burst(), g, remaining, retry,
-                    options.id());
+            logDecision(result, resource, key, op, g, rq, remaining, retry, sq, shadow, shadowR);
         }
-        return new CheckResponse(result, rq.level().label(), rq.limitKey(), remaining, retry, options.id(),
-                rq.quota().rate(), rq.quota().burst());
+        return rq == null
+                ? new CheckResponse(result, null, null, 0, 0, options.id(), 0, 0, 0, shadow)
+                : new CheckResponse(result, rq.level().label(), rq.limitKey(), remaining, retry, options.id(),
+                        rq.quota().rate(), rq.quota().burst(), reset, shadow);
+    }
+
+    /** The GCRA state of shadow quotas is kept under its limit key with this prefix. */
+    static final String SHADOW_KEY = "shadow:";
+
+    /**
+     * Seconds, rounded up, until a key's allowance is whole again after an {@link Gcra#attempt} result: for an
+     * admission {@code (c − remaining) × T} (an upper bound of {@code TAT − now}, at most one emission interval
+     * over), for a refusal the wait plus the tolerance {@code τ}, which is {@code TAT − now}. ≥ 1.
+     */
+    static long resetSeconds(GcraLimit limit, long result) {
+        if (limit.blocked()) {
+            return 1;
+        }
+        double ns = result >= 0 ? (double) (limit.capacity() - result) * limit.emissionIntervalNs()
+                : (double) -result + limit.toleranceNs();
+        return Math.max(1, (long) Math.min(Math.ceil(ns / 1e9), (double) (1L << 40)));
+    }
+
+    private void logDecision(String result, String resource, String key, S3Operation op, int g, ResolvedQuota rq,
+                             long remaining, long retry, ResolvedQuota sq, String shadow, long shadowR) {
+        String line = "decision result={} resource={} key={} op={} level={} limit_key={} rate={} burst={} g={}"
+                + " remaining={} retry_after={} limiter={}";
+        Object[] args = {result, LogText.escape(resource), LogText.escape(key), op,
+                rq == null ? "none" : rq.level().label(), rq == null ? "-" : LogText.escape(rq.limitKey()),
+                rq == null ? "-" : rq.quota().rate(), rq == null ? "-" : rq.quota().burst(), g, remaining, retry,
+                options.id()};
+        if (sq == null) {
+            DECISIONS.info(line, args);
+            return;
+        }
+        Object[] more = java.util.Arrays.copyOf(args, args.length + 6);
+        more[args.length] = shadow;
+        more[args.length + 1] = sq.level().label();
+        more[args.length + 2] = LogText.escape(sq.limitKey());
+        more[args.length + 3] = sq.quota().rate();
+        more[args.length + 4] = sq.quota().burst();
+        more[args.length + 5] = shadowR >= 0 ? shadowR : 0;
+        DECISIONS.info(line + " mode=shadow shadow={} shadow_level={} shadow_limit_key={} shadow_rate={} shadow_burst={}"
+                + " shadow_remaining={}", more);
+    }
+
+    private void countShadow(String result, String level) {
+        Map<String, Counter> byLevel = shadowCounters.computeIfAbsent(result, r -> new ConcurrentHashMap<>());
+        byLevel.computeIfAbsent(level, k -> Counter.builder("levee_limiter_shadow_decisions_total")
+                .description("decisions of shadow quotas by result (accepted, would_reject) and level; the requests"
+                        + " were admitted unless an enforced quota refused them")
+                .tag("result", result).tag("level", level).register(registry)).increment();
     }
 
     /**
@@ -618,7 +714,8 @@ public final class LimiterService implements AutoCloseable {
     private void count(String result, String level) {
         Map<String, Counter> byLevel = counters.computeIfAbsent(result, r -> new ConcurrentHashMap<>());
         byLevel.computeIfAbsent(level, k -> Counter.builder("levee_limiter_decisions_total")
-                .description("decisions by result and matched quota level")
+                .description("decisions by result (accepted, rejected, would_reject: admitted although the shadow quota"
+                        + " refused; invalid, failed) and matched quota level, one per check")
                 .tag("result", result).tag("level", level).register(registry)).increment();
     }
 

@@ -10,8 +10,22 @@ package dev.levee.quota;
  *              request. Decimal values such as {@code 27.5} are allowed; {@code -0.0} is stored
  *              as {@code 0.0}.
  * @param burst extra requests admitted at once above the sustained rate, in requests; ≥ 0
+ * @param mode  {@link QuotaMode#SHADOW} for a quota that is only tried, {@link QuotaMode#ENFORCE} for one
+ *              that decides, or {@code null} when not configured on the quota: the configuration's default
+ *              mode then applies ({@link QuotaConfig#defaultMode()}, itself {@code enforce} unless set)
  */
-public record Quota(double rate, int burst) {
+public record Quota(double rate, int burst, QuotaMode mode) {
+
+    /**
+     * Creates a quota without a mode of its own (the configuration's default mode applies).
+     *
+     * @param rate  requests per second, finite and ≥ 0
+     * @param burst requests, ≥ 0
+     * @throws IllegalArgumentException as the canonical constructor
+     */
+    public Quota(double rate, int burst) {
+        this(rate, burst, null);
+    }
 
     /**
      * Validates the pair.
@@ -37,5 +51,25 @@ public record Quota(double rate, int burst) {
      */
     public boolean blocksAll() {
         return rate == 0;
+    }
+
+    /**
+     * Returns the mode that applies to this quota under a configuration's default mode.
+     *
+     * @param defaultMode the configuration's default mode, not null
+     * @return {@link #mode()} when set, else {@code defaultMode}
+     */
+    public QuotaMode modeOr(QuotaMode defaultMode) {
+        return mode != null ? mode : defaultMode;
+    }
+
+    /**
+     * Returns this quota with another mode.
+     *
+     * @param newMode the mode, or {@code null} for the configuration's default
+     * @return the quota with the same rate and burst
+     */
+    public Quota withMode(QuotaMode newMode) {
+        return newMode == mode ? this : new Quota(rate, burst, newMode);
     }
 }

@@ -90,8 +90,17 @@ public final class QuotaConfig {
     private final Quota[] methodsDefaultQuota;     // by operation ordinal, after the ListObjects rule
     private final String[] methodsDefaultSuffix;   // "#ListObjects" for ListObjectsV2 when it falls back
     private final S3Operation[] methodsDefaultOp;
+    private final QuotaMode defaultMode;
+    /** The configuration without its shadow quotas; {@code this} when it has none. */
+    private final QuotaConfig enforced;
+    /** In an enforced view only: the default quota is a shadow one, so step 4 enforces nothing. */
+    private final boolean noDefault;
 
     private QuotaConfig(Builder b) {
+        this(b, false, false);
+    }
+
+    private QuotaConfig(Builder b, boolean view, boolean noDefault) {
         QuotaConfig base = b.base;
         Map<String, PrefixIndex> reusable = base == null ? Map.of() : base.index;
         List<ConfigProblem> problems = new ArrayList<>(QuotaRules.checkFactor(b.factor, "factor"));
@@ -143,6 +152,77 @@ public final class QuotaConfig {
         }
         this.index = compiled; // never exposed: resources() is a read-only view
         this.resources = new ResourcesView(index);
+        this.defaultMode = b.defaultMode;
+        this.noDefault = noDefault;
+        this.enforced = view ? this : enforcedView();
+    }
+
+    /**
+     * Builds the configuration as it would be without its shadow quotas (docs/decisions.md, "Shadow
+     * quotas"): shadow quotas removed, prefix entries left with neither quota nor methods removed, the
+     * default mode {@code enforce}. Returns {@code this} when nothing is a shadow quota. Resources without a
+     * shadow quota keep their built entry ({@link Builder#reuse}).
+     */
+    private QuotaConfig enforcedView() {
+        QuotaMode dm = defaultMode;
+        boolean shadowDefault = defaultQuota.modeOr(dm) == QuotaMode.SHADOW;
+        Map<S3Operation, Quota> md = stripped(methodsDefault, dm);
+        boolean any = shadowDefault || md != methodsDefault;
+        if (!any) {
+            for (PrefixIndex p : index.values()) { // the usual case: no shadow quota, nothing allocated
+                if (stripped(p.config(), dm) != p.config()) {
+                    any = true;
+                    break;
+                }
+            }
+        }
+        if (!any) {
+            return this;
+        }
+        Map<String, ResourceQuotas> stripped = new LinkedHashMap<>(Math.max(16, (int) (index.size() / 0.75f) + 1));
+        for (Map.Entry<String, PrefixIndex> e : index.entrySet()) {
+            stripped.put(e.getKey(), stripped(e.getValue().config(), dm));
+        }
+        Builder b = builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(md).resources(stripped).reuse(this);
+        return new QuotaConfig(b, true, shadowDefault);
+    }
+
+    private static Map<S3Operation, Quota> stripped(Map<S3Operation, Quota> methods, QuotaMode dm) {
+        Map<S3Operation, Quota> out = null;
+        for (Map.Entry<S3Operation, Quota> e : methods.entrySet()) {
+            if (e.getValue().modeOr(dm) == QuotaMode.SHADOW) {
+                if (out == null) {
+                    out = new LinkedHashMap<>(methods);
+                }
+                out.remove(e.getKey());
+            }
+        }
+        return out == null ? methods : out;
+    }
+
+    private static ResourceQuotas stripped(ResourceQuotas rq, QuotaMode dm) {
+        boolean changed = rq.quota() != null && rq.quota().modeOr(dm) == QuotaMode.SHADOW;
+        List<PrefixRule> entries = null;
+        List<PrefixRule> prefixes = rq.prefixes();
+        for (int i = 0; i < prefixes.size(); i++) {
+            PrefixRule r = prefixes.get(i);
+            Quota q = r.quota() != null && r.quota().modeOr(dm) == QuotaMode.SHADOW ? null : r.quota();
+            Map<S3Operation, Quota> m = stripped(r.methods(), dm);
+            if (q != r.quota() || m != r.methods()) {
+                if (entries == null) {
+                    entries = new ArrayList<>(prefixes.subList(0, i));
+                }
+                if (q != null || !m.isEmpty()) {
+                    entries.add(new PrefixRule(r.prefix(), q, m));
+                }
+            } else if (entries != null) {
+                entries.add(r);
+            }
+        }
+        if (!changed && entries == null) {
+            return rq;
+        }
+        return new ResourceQuotas(changed ? null : rq.quota(), entries == null ? prefixes : entries);
     }
 
     /**
@@ -176,8 +256,8 @@ public final class QuotaConfig {
      * @return a new builder
      */
     public Builder toBuilder() {
-        return builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(methodsDefault).resources(resources)
-                .reuse(this);
+        return builder().factor(factor).defaultMode(defaultMode).defaultQuota(defaultQuota).methodsDefault(methodsDefault)
+                .resources(resources).reuse(this);
     }
 
     /**
@@ -246,6 +326,53 @@ public final class QuotaConfig {
         return defaultAnswer(resource);
     }
 
+    /**
+     * Resolves the quota that <em>enforces</em> a request: the answer of {@link #resolve} for this
+     * configuration without its shadow quotas (docs/decisions.md, "Shadow quotas"), so that adding, changing
+     * or removing a shadow quota never changes which enforced quota, or which counter, a request gets.
+     * Without shadow quotas this is {@link #resolve}.
+     *
+     * @param resource the resource (bucket) name
+     * @param key      the object key, percent-decoded; {@code ""} for bucket-level operations
+     * @param op       the operation
+     * @return the enforced quota, or {@code null} when only shadow quotas apply (the default is a shadow
+     *         quota and nothing enforced is more specific): the request is then admitted
+     * @throws NullPointerException if an argument is {@code null}
+     */
+    public ResolvedQuota resolveEnforced(String resource, String key, S3Operation op) {
+        ResolvedQuota r = enforced.resolve(resource, key, op);
+        return enforced.noDefault && r.level() == QuotaLevel.DEFAULT ? null : r;
+    }
+
+    /**
+     * Tells whether a resolved quota is a shadow one under this configuration's default mode.
+     *
+     * @param rq an answer of {@link #resolve}, not null
+     * @return {@code true} when its quota's mode, or the default mode when it has none, is {@code shadow}
+     */
+    public boolean isShadow(ResolvedQuota rq) {
+        return rq.quota().modeOr(defaultMode) == QuotaMode.SHADOW;
+    }
+
+    /**
+     * Tells whether any quota of this configuration is a shadow one.
+     *
+     * @return {@code false} when {@link #resolveEnforced} always equals {@link #resolve}
+     */
+    public boolean hasShadow() {
+        return enforced != this;
+    }
+
+    /**
+     * Returns the mode of quotas that do not set one (the single-file form's top-level {@code mode},
+     * etcd's {@code mode} key).
+     *
+     * @return {@link QuotaMode#ENFORCE} unless configured
+     */
+    public QuotaMode defaultMode() {
+        return defaultMode;
+    }
+
     private PrefixIndex.Fallback fallback(String resource) {
         ResolvedQuota[] answers = null;
         for (int i = 0; i < OPS.length; i++) {
@@ -278,6 +405,7 @@ public final class QuotaConfig {
     public boolean equals(Object o) {
         return o instanceof QuotaConfig other
                 && factor == other.factor
+                && defaultMode == other.defaultMode
                 && defaultQuota.equals(other.defaultQuota)
                 && methodsDefault.equals(other.methodsDefault)
                 && sameResources(index, other.index);
@@ -300,12 +428,13 @@ public final class QuotaConfig {
 
     @Override
     public int hashCode() {
-        return Objects.hash(factor, defaultQuota, methodsDefault, resources);
+        return Objects.hash(factor, defaultMode, defaultQuota, methodsDefault, resources);
     }
 
     @Override
     public String toString() {
-        return "QuotaConfig[factor=" + factor + ", default=" + defaultQuota + ", methods_default=" + methodsDefault
+        return "QuotaConfig[factor=" + factor + (defaultMode == QuotaMode.ENFORCE ? "" : ", mode=" + defaultMode.label())
+                + ", default=" + defaultQuota + ", methods_default=" + methodsDefault
                 + ", resources=" + resources + "]";
     }
 
@@ -319,8 +448,21 @@ public final class QuotaConfig {
         private final Map<S3Operation, Quota> methodsDefault = new LinkedHashMap<>();
         private final Map<String, ResourceQuotas> resources = new LinkedHashMap<>();
         private QuotaConfig base;
+        private QuotaMode defaultMode = QuotaMode.ENFORCE;
 
         private Builder() {
+        }
+
+        /**
+         * Sets the mode of quotas that do not set one; defaults to {@link QuotaMode#ENFORCE}.
+         *
+         * @param mode the default mode
+         * @return this builder
+         * @throws NullPointerException if {@code mode} is {@code null}
+         */
+        public Builder defaultMode(QuotaMode mode) {
+            this.defaultMode = Objects.requireNonNull(mode, "mode");
+            return this;
         }
 
         /**

@@ -20,14 +20,20 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>All integers big-endian, strings UTF-8 with a length prefix in bytes.
  * <pre>
- * request: u8 version (1), u16 count (1-1024; 1 on /v1/check), then per check:
+ * request: u8 version (1 or 2), u16 count (1-1024; 1 on /v1/check), then per check:
  *          u16 resource length, resource, u16 key length, key, u8 operation length, operation (ASCII), u16 g
- * answer:  u8 version (1), u16 count, then per check: u8 result, and
+ * answer:  u8 version (that of the request), u16 count, then per check: u8 result, and
  *          accepted (0) / rejected (1): u8 level length, level, u16 limit key length, limit key,
- *                                       i64 remaining, i64 retry after (seconds)
+ *                                       i64 remaining, i64 retry after (seconds),
+ *                                       version 2 only: u8 shadow (0 none, 1 accepted, 2 would_reject),
+ *                                       f64 rate, i32 burst, i64 reset (seconds)
  *          failed (2):                  nothing
  *          invalid (3):                 u16 error length, error
  * </pre>
+ * An empty level and limit key mean that no enforced quota applies (only shadow quotas; the check was
+ * accepted). Version 2 (issue 14) carries what the RateLimit header fields and the shadow counters need; a
+ * limiter answers a version-1 request in version 1 (a would-reject as accepted), and a limiter that knows only
+ * version 1 refuses a version-2 body with a JSON 400, after which levee-client speaks JSON to it.
  * Decoding is strict: a wrong version, a count out of range, a length running past the body, a name over
  * 1024 bytes or not valid UTF-8, or bytes after the last check are refused with a message naming the field.
  */
@@ -37,8 +43,16 @@ public final class BinaryChecks {
     public static final String CONTENT_TYPE = "application/x-levee-check";
     /** The {@code Accept-Post} value of a limiter's JSON check answers: {@value}. */
     public static final String ACCEPT_POST = CONTENT_TYPE + ", application/json";
-    /** The version byte every body starts with: {@value}. */
-    public static final int VERSION = 1;
+    /** The version byte of the bodies levee-client writes: {@value}. */
+    public static final int VERSION = 2;
+    /** The first version, still read and answered: {@value}. */
+    public static final int VERSION_1 = 1;
+    /** Shadow byte of a version-2 answer: no shadow quota matched. */
+    public static final byte SHADOW_NONE = 0;
+    /** Shadow byte: the shadow quota admitted the request. */
+    public static final byte SHADOW_ACCEPTED = 1;
+    /** Shadow byte: the shadow quota would have refused the request (it was admitted). */
+    public static final byte SHADOW_WOULD_REJECT = 2;
     /** Most checks in one body: {@value} (the limiter's batch cap). */
     public static final int MAX_CHECKS = 1024;
     /** Longest resource or key, in UTF-8 bytes: {@value} (the S3 key limit). */
@@ -83,8 +97,13 @@ public final class BinaryChecks {
 
     /** Starts a body of {@code count} checks or answers, with room for {@code capacity} bytes. */
     public static ByteBuf start(int count, int capacity) {
+        return start(VERSION, count, capacity);
+    }
+
+    /** Starts a body of {@code count} checks or answers in {@code version} (1 or 2). */
+    public static ByteBuf start(int version, int count, int capacity) {
         ByteBuf b = Unpooled.buffer(Math.max(16, capacity));
-        b.writeByte(VERSION);
+        b.writeByte(version);
         b.writeShort(count);
         return b;
     }
@@ -111,19 +130,47 @@ public final class BinaryChecks {
         b.writeShort(g);
     }
 
-    /** Appends an accepted or rejected answer. */
+    /**
+     * Appends an accepted or rejected answer in version 2.
+     *
+     * @param level    the enforced quota's level, or null when no enforced quota applies
+     * @param limitKey its limit key, or null likewise
+     */
     public static void writeDecision(ByteBuf b, boolean accepted, String level, String limitKey, long remaining,
                                      long retryAfter) {
+        writeDecision(b, VERSION, accepted, level, limitKey, remaining, retryAfter, SHADOW_NONE, 0, 0, 0);
+    }
+
+    /**
+     * Appends an accepted or rejected answer in {@code version}: the fields of version 2 are left out in
+     * version 1.
+     *
+     * @param level    the enforced quota's level, or null when no enforced quota applies
+     * @param limitKey its limit key, or null likewise
+     * @param shadow   {@link #SHADOW_NONE}, {@link #SHADOW_ACCEPTED} or {@link #SHADOW_WOULD_REJECT}
+     * @param rate     the enforced quota's rate, requests per second for the group
+     * @param burst    its burst, requests per limiter
+     * @param reset    seconds until the key's allowance is whole again
+     */
+    public static void writeDecision(ByteBuf b, int version, boolean accepted, String level, String limitKey,
+                                     long remaining, long retryAfter, byte shadow, double rate, int burst, long reset) {
         b.writeByte(accepted ? ACCEPTED : REJECTED);
-        int n = ByteBufUtil.utf8Bytes(level);
+        String l = level == null ? "" : level;
+        int n = ByteBufUtil.utf8Bytes(l);
         if (n > 255) {
             throw new IllegalArgumentException("level longer than 255 bytes");
         }
         b.writeByte(n);
-        b.writeCharSequence(level, StandardCharsets.UTF_8);
-        writeString16(b, limitKey, "limit key");
+        b.writeCharSequence(l, StandardCharsets.UTF_8);
+        writeString16(b, limitKey == null ? "" : limitKey, "limit key");
         b.writeLong(remaining);
         b.writeLong(retryAfter);
+        if (version >= 2) {
+            b.writeByte(shadow);
+            b.writeDouble(rate);
+            b.writeInt(burst);
+            b.writeLong(reset);
+        }
     }
 
     /** Appends a failed answer. */
@@ -155,15 +202,23 @@ public final class BinaryChecks {
     // ---- reading
 
     /** The checks of a request body, in order. */
-    public record Checks(String[] resources, String[] keys, String[] operations, int[] g) {
+    public record Checks(int version, String[] resources, String[] keys, String[] operations, int[] g) {
         /** Returns how many checks there are. */
         public int count() {
             return g.length;
         }
     }
 
-    /** One answer. {@code level}, {@code limitKey}: null unless accepted or rejected; {@code error}: null unless invalid. */
-    public record Answer(byte result, String level, String limitKey, long remaining, long retryAfter, String error) {
+    /**
+     * One answer. {@code level}, {@code limitKey}: null unless accepted or rejected with an enforced quota;
+     * {@code error}: null unless invalid; {@code shadow}, {@code rate}, {@code burst}, {@code reset}: 0 in version 1.
+     */
+    public record Answer(byte result, String level, String limitKey, long remaining, long retryAfter, String error,
+                         byte shadow, double rate, int burst, long reset) {
+        /** An answer of version 1. */
+        public Answer(byte result, String level, String limitKey, long remaining, long retryAfter, String error) {
+            this(result, level, limitKey, remaining, retryAfter, error, SHADOW_NONE, 0, 0, 0);
+        }
     }
 
     /**
@@ -185,7 +240,7 @@ public final class BinaryChecks {
             g[i] = r.u16("g", i);
         }
         r.end();
-        return new Checks(resources, keys, ops, g);
+        return new Checks(body[0], resources, keys, ops, g);
     }
 
     /**
@@ -208,7 +263,20 @@ public final class BinaryChecks {
                     String limitKey = r.string(r.u16("limit key", i), 0xFFFF, "limit key", i);
                     long remaining = r.i64("remaining", i);
                     long retry = r.i64("retry after", i);
-                    out[i] = new Answer((byte) result, level, limitKey, remaining, retry, null);
+                    if (r.version < 2) {
+                        out[i] = new Answer((byte) result, level.isEmpty() ? null : level,
+                                limitKey.isEmpty() ? null : limitKey, remaining, retry, null);
+                        break;
+                    }
+                    int shadow = r.u8("shadow", i);
+                    if (shadow > SHADOW_WOULD_REJECT) {
+                        throw new IllegalArgumentException("answer " + i + ": unknown shadow code " + shadow);
+                    }
+                    double rate = Double.longBitsToDouble(r.i64("rate", i));
+                    int burst = r.i32("burst", i);
+                    long reset = r.i64("reset", i);
+                    out[i] = new Answer((byte) result, level.isEmpty() ? null : level,
+                            limitKey.isEmpty() ? null : limitKey, remaining, retry, null, (byte) shadow, rate, burst, reset);
                 }
                 case FAILED -> out[i] = new Answer(FAILED, null, null, 0, 0, null);
                 case INVALID -> out[i] = new Answer(INVALID, null, null, 0, 0,
@@ -236,6 +304,7 @@ public final class BinaryChecks {
     private static final class Reader {
         final byte[] b;
         int pos;
+        int version;
 
         Reader(byte[] b) {
             this.b = b;
@@ -245,9 +314,11 @@ public final class BinaryChecks {
             if (b.length < 3) {
                 throw new IllegalArgumentException("binary body of " + b.length + " bytes: too short for its header");
             }
-            if (b[0] != VERSION) {
-                throw new IllegalArgumentException("binary body version " + (b[0] & 0xFF) + " is not " + VERSION);
+            if (b[0] != VERSION && b[0] != VERSION_1) {
+                throw new IllegalArgumentException("binary body version " + (b[0] & 0xFF) + " is not " + VERSION_1
+                        + " or " + VERSION);
             }
+            version = b[0];
             pos = 1;
             int n = u16(what + " count", -1);
             if (n < 1 || n > MAX_CHECKS) {
@@ -282,6 +353,14 @@ public final class BinaryChecks {
                 v = v << 8 | b[pos + k] & 0xFF;
             }
             pos += 8;
+            return v;
+        }
+
+        /** Reads a big-endian i32. */
+        int i32(String field, int i) {
+            need(4, field, i);
+            int v = (b[pos] & 0xFF) << 24 | (b[pos + 1] & 0xFF) << 16 | (b[pos + 2] & 0xFF) << 8 | b[pos + 3] & 0xFF;
+            pos += 4;
             return v;
         }
 

@@ -56,6 +56,35 @@ class BinaryChecksTest {
                 .hasMessage("4 answers for 3 checks");
     }
 
+    @Test
+    void version2AnswersCarryTheShadowResultAndTheQuotaFigures() {
+        ByteBuf b = BinaryChecks.start(BinaryChecks.VERSION, 2, 16);
+        BinaryChecks.writeDecision(b, 2, true, null, null, 0, 0, BinaryChecks.SHADOW_WOULD_REJECT, 0, 0, 0);
+        BinaryChecks.writeDecision(b, 2, false, "resource", "resource:b", 0, 2, BinaryChecks.SHADOW_ACCEPTED, 27.5, 3, 4);
+        BinaryChecks.Answer[] a = BinaryChecks.readAnswers(bytes(b), 2);
+        assertThat(a[0]).isEqualTo(new BinaryChecks.Answer(BinaryChecks.ACCEPTED, null, null, 0, 0, null,
+                BinaryChecks.SHADOW_WOULD_REJECT, 0, 0, 0));
+        assertThat(a[1]).isEqualTo(new BinaryChecks.Answer(BinaryChecks.REJECTED, "resource", "resource:b", 0, 2, null,
+                BinaryChecks.SHADOW_ACCEPTED, 27.5, 3, 4));
+    }
+
+    @Test
+    void aVersion1RequestIsReadAndAnsweredInVersion1() {
+        ByteBuf req = BinaryChecks.start(BinaryChecks.VERSION_1, 1, 16);
+        BinaryChecks.writeCheck(req, "b", "k", "GetObject", 1);
+        BinaryChecks.Checks c = BinaryChecks.readChecks(bytes(req));
+        assertThat(c.version()).isEqualTo(1);
+        ByteBuf b = BinaryChecks.start(c.version(), 1, 16);
+        BinaryChecks.writeDecision(b, c.version(), true, "default", "default:b", 5, 0, BinaryChecks.SHADOW_WOULD_REJECT,
+                10, 2, 1);
+        byte[] body = bytes(b);
+        assertThat(body).hasSize(3 + 1 + 1 + 7 + 2 + 9 + 16); // no version-2 fields
+        assertThat(BinaryChecks.readAnswers(body, 1)[0])
+                .isEqualTo(new BinaryChecks.Answer(BinaryChecks.ACCEPTED, "default", "default:b", 5, 0, null));
+        byte[] v3 = bytes(BinaryChecks.start(3, 1, 16));
+        assertThatThrownBy(() -> BinaryChecks.readChecks(v3)).hasMessage("binary body version 3 is not 1 or 2");
+    }
+
     private static byte[] one(String resource, String key) {
         ByteBuf b = BinaryChecks.start(1, 16);
         BinaryChecks.writeCheck(b, resource, key, "GetObject", 1);

@@ -125,6 +125,7 @@ public final class NginxConfig {
         v.put("check_location", b.checkLocation);
         v.put("timeout", b.timeout.toMillis() + "ms");
         v.put("on_failure", b.onFailure.word());
+        v.put("ratelimit_option", b.rateLimitOnAccept ? ", ratelimit_on_accept = true" : "");
         v.put("listen", b.listen.toString());
         v.put("backend", b.backend.toString());
         v.put("access_log", b.accessLog);
@@ -218,6 +219,7 @@ public final class NginxConfig {
         private HostPort statusListen;
         private String extraHttp = "";
         private boolean http2;
+        private boolean rateLimitOnAccept;
 
         private Builder() {
         }
@@ -241,6 +243,7 @@ public final class NginxConfig {
             c.statusListen = statusListen;
             c.extraHttp = extraHttp;
             c.http2 = http2;
+            c.rateLimitOnAccept = rateLimitOnAccept;
             return c;
         }
 
@@ -265,6 +268,15 @@ public final class NginxConfig {
         /** Policy when no decision comes back (default allow). */
         public Builder onFailure(OnFailure v) {
             onFailure = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * Whether accepted requests' responses also carry the RateLimit header fields (rate.lua's
+         * {@code ratelimit_on_accept}; default off: only a {@code 503 SlowDown} carries them).
+         */
+        public Builder rateLimitOnAccept(boolean v) {
+            rateLimitOnAccept = v;
             return this;
         }
 
