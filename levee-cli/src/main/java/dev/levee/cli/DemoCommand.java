@@ -1,8 +1,5 @@
 package dev.levee.cli;
 
-import dev.levee.cli.stack.EmbeddedEtcd;
-import dev.levee.cli.stack.EmbeddedS3;
-import dev.levee.cli.stack.LocalStack;
 import dev.levee.core.S3Operation;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
@@ -13,6 +10,9 @@ import dev.levee.quota.ResourceQuotas;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.stack.EmbeddedEtcd;
+import dev.levee.stack.EmbeddedS3;
+import dev.levee.stack.LocalStack;
 import java.io.PrintStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -155,8 +155,8 @@ final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--etcd needs etcd installed: apt-get install -y etcd-server"
                     + " (or run the demo without --etcd: quotas then come from the file or the embedded defaults)");
         }
-        if (withNginx && dev.levee.cli.stack.EmbeddedNginx.unavailable().isPresent()) {
-            throw new IllegalArgumentException("--nginx: " + dev.levee.cli.stack.EmbeddedNginx.unavailable().get());
+        if (withNginx && dev.levee.stack.EmbeddedNginx.unavailable().isPresent()) {
+            throw new IllegalArgumentException("--nginx: " + dev.levee.stack.EmbeddedNginx.unavailable().get());
         }
         out.println("levee demo: starting S3 backend, observer, " + limiterCount + " limiters (factor "
                 + cfg.factor() + "), client and gateway on loopback" + (withEtcd ? ", with etcd" : "") + "...");
@@ -175,7 +175,7 @@ final class DemoCommand implements Callable<Integer> {
                     stack.gateway().port(), stack.gateway().adminPort());
             out.println("  logs         " + logTarget + (logTarget.file() != null ? " (this run only;" : " (")
                     + " RFC 5424; grep a bucket name to see its decisions)");
-            try (dev.levee.cli.stack.NginxFront front = withNginx ? dev.levee.cli.stack.NginxFront.start(stack,
+            try (dev.levee.stack.NginxFront front = withNginx ? dev.levee.stack.NginxFront.start(stack,
                          logTarget.file() != null && logTarget.file().getParent() != null
                                  ? logTarget.file().resolveSibling("nginx") : Path.of("levee-logs", "nginx")) : null;
                  S3Client direct = s3Client(URI.create("http://127.0.0.1:" + s3.port()));
