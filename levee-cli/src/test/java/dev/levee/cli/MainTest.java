@@ -113,6 +113,9 @@ class MainTest {
             client --shutdown-deadline 0ms                  | must be positive
             observer --shutdown-deadline never              | not a duration
             demo --gateways 9                               | --gateways must be 1-8
+            demo --backend-latency 30s                      | --backend-latency must be 0s-20s
+            demo --backend-latency slow                     | slow
+            demo --keep-running --gateways 3                | --keep-running works with one gateway
             gateway --backend 127.0.0.1:9 --no-enforce --etcd http://127.0.0.1:1 | --etcd needs --principals FILE
             """)
     void badFlagsGetAClearMessage(String line, String named) {
