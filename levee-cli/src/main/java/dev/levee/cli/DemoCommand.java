@@ -43,8 +43,10 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  * limiters, the client and the gateway on free loopback ports. From the quota configuration it
  * derives one traffic stream per quota entry (it checks with the resolver which quota each stream
  * really hits), drives each at {@code --load-factor} × its rate with the AWS SDK v2 for
- * {@code --duration}, prints each second per quota the requests offered, accepted and refused with
- * SlowDown, and at the end the admitted rate against the configured one.
+ * {@code --duration}, prints each second per quota the requests sent and the answers (accepted, refused
+ * with SlowDown) that arrived in that second, with what is still pending ({@link DemoTable}), and at the
+ * end the admitted rate against the configured one. With {@code --keep-running} the stack then stays up
+ * until SIGTERM/SIGINT ({@link DemoKeepRunning}). The stack itself comes from levee-stack.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run a whole local Levee stack with real S3 traffic above the quotas and print what was"
