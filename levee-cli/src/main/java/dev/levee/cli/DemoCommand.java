@@ -1,8 +1,5 @@
 package dev.levee.cli;
 
-import dev.levee.cli.stack.EmbeddedEtcd;
-import dev.levee.cli.stack.EmbeddedS3;
-import dev.levee.cli.stack.LocalStack;
 import dev.levee.core.S3Operation;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
@@ -13,6 +10,9 @@ import dev.levee.quota.ResourceQuotas;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.stack.EmbeddedEtcd;
+import dev.levee.stack.EmbeddedS3;
+import dev.levee.stack.LocalStack;
 import java.io.PrintStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -43,8 +43,10 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  * limiters, the client and the gateway on free loopback ports. From the quota configuration it
  * derives one traffic stream per quota entry (it checks with the resolver which quota each stream
  * really hits), drives each at {@code --load-factor} × its rate with the AWS SDK v2 for
- * {@code --duration}, prints each second per quota the requests offered, accepted and refused with
- * SlowDown, and at the end the admitted rate against the configured one.
+ * {@code --duration}, prints each second per quota the requests sent and the answers (accepted, refused
+ * with SlowDown) that arrived in that second, with what is still pending ({@link DemoTable}), and at the
+ * end the admitted rate against the configured one. With {@code --keep-running} the stack then stays up
+ * until SIGTERM/SIGINT ({@link DemoKeepRunning}). The stack itself comes from levee-stack.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run a whole local Levee stack with real S3 traffic above the quotas and print what was"
@@ -96,10 +98,28 @@ final class DemoCommand implements Callable<Integer> {
                     + " instead of --site-download")
     Path siteBudget;
 
+    @Option(names = "--backend-latency", converter = LatencyConverter.class, defaultValue = "0s",
+            paramLabel = "DURATION", description = "hold every answer of the S3 backend this long (a delaying proxy"
+                    + " between gateway and backend), to see how late answers show in the table; 0s: none"
+                    + " (default: ${DEFAULT-VALUE})")
+    Duration backendLatency;
+
+    @Option(names = "--keep-running", description = "after the summary keep the stack up, print its endpoints with"
+            + " commands to try (aws s3, curl, levee quota) and stop on Ctrl-C or SIGTERM")
+    boolean keepRunning;
+
     @Option(names = "--log-target", converter = Converters.LogTargetConverter.class,
             defaultValue = "file:levee-logs/demo.log",
             description = "where the components' RFC 5424 logs go (default: ${DEFAULT-VALUE})")
     LogTarget logTarget;
+
+    /** A duration as {@link Converters.DurationConverter} reads it, or zero ({@code 0}, {@code 0s}, {@code 0ms}). */
+    static final class LatencyConverter implements picocli.CommandLine.ITypeConverter<Duration> {
+        @Override
+        public Duration convert(String value) {
+            return value != null && value.trim().matches("0+(s|ms)?") ? Duration.ZERO : Converters.parseDuration(value);
+        }
+    }
 
     /** One stream of S3 requests aimed at one quota entry. */
     record Stream(String label, String bucket, List<String> keys, S3Operation op, Quota quota, int counters,
@@ -120,8 +140,15 @@ final class DemoCommand implements Callable<Integer> {
         if (!(maxRate > 0)) {
             throw new IllegalArgumentException("--max-rate must be positive");
         }
+        if (backendLatency.isNegative() || backendLatency.compareTo(Duration.ofSeconds(20)) > 0) {
+            throw new IllegalArgumentException("--backend-latency must be 0s-20s, got " + backendLatency.toMillis() + "ms");
+        }
         if (gateways < 1 || gateways > 8) {
             throw new IllegalArgumentException("--gateways must be 1-8, got " + gateways);
+        }
+        if (keepRunning && gateways > 1) {
+            throw new IllegalArgumentException("--keep-running works with one gateway (the site demo with --gateways "
+                    + gateways + " ends after --duration)");
         }
         startFreshLog(logTarget);
         if (gateways > 1) {
@@ -155,27 +182,35 @@ final class DemoCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--etcd needs etcd installed: apt-get install -y etcd-server"
                     + " (or run the demo without --etcd: quotas then come from the file or the embedded defaults)");
         }
-        if (withNginx && dev.levee.cli.stack.EmbeddedNginx.unavailable().isPresent()) {
-            throw new IllegalArgumentException("--nginx: " + dev.levee.cli.stack.EmbeddedNginx.unavailable().get());
+        if (withNginx && dev.levee.stack.EmbeddedNginx.unavailable().isPresent()) {
+            throw new IllegalArgumentException("--nginx: " + dev.levee.stack.EmbeddedNginx.unavailable().get());
         }
         out.println("levee demo: starting S3 backend, observer, " + limiterCount + " limiters (factor "
                 + cfg.factor() + "), client and gateway on loopback" + (withEtcd ? ", with etcd" : "") + "...");
         io.micrometer.core.instrument.MeterRegistry registry = Metrics.newRegistry();
         LocalStack.Settings settings = new LocalStack.Settings(limiterCount, Duration.ofSeconds(2), Duration.ofMillis(500),
                 Duration.ofMillis(500), !withNginx, dev.levee.gateway.GatewayService.OnFailure.ALLOW);
+        DemoKeepRunning keeper = null;
         try (EmbeddedEtcd etcd = withEtcd ? EmbeddedEtcd.start() : null;
              EmbeddedS3 s3 = EmbeddedS3.start();
+             dev.levee.stack.LatencyProxy slow = backendLatency.isZero() ? null
+                     : dev.levee.stack.LatencyProxy.start("127.0.0.1", s3.port(), backendLatency);
              LocalStack stack = etcd == null
-                     ? LocalStack.start(s3.port(), new dev.levee.config.StaticQuotaSource(cfg), settings, registry)
-                     : startOnEtcd(out, etcd, cfg, s3.port(), settings, registry)) {
+                     ? LocalStack.start(slow != null ? slow.port() : s3.port(), new dev.levee.config.StaticQuotaSource(cfg),
+                             settings, registry)
+                     : startOnEtcd(out, etcd, cfg, slow != null ? slow.port() : s3.port(), settings, registry)) {
             out.printf(Locale.ROOT, "  S3 backend   http://127.0.0.1:%d (S3Proxy, in memory)%n", s3.port());
+            if (slow != null) {
+                out.printf(Locale.ROOT, "  slow link    http://127.0.0.1:%d holds each answer of the backend %d ms"
+                        + " (--backend-latency); the gateway uses it%n", slow.port(), backendLatency.toMillis());
+            }
             out.printf(Locale.ROOT, "  observer     http://127.0.0.1:%d/v1/limiters%n", stack.observer().port());
             stack.limiters().forEach(l -> out.printf(Locale.ROOT, "  %-12s http://%s%n", l.id(), l.address()));
             out.printf(Locale.ROOT, "  gateway      http://127.0.0.1:%d (metrics: http://127.0.0.1:%d/metrics)%n",
                     stack.gateway().port(), stack.gateway().adminPort());
             out.println("  logs         " + logTarget + (logTarget.file() != null ? " (this run only;" : " (")
                     + " RFC 5424; grep a bucket name to see its decisions)");
-            try (dev.levee.cli.stack.NginxFront front = withNginx ? dev.levee.cli.stack.NginxFront.start(stack,
+            try (dev.levee.stack.NginxFront front = withNginx ? dev.levee.stack.NginxFront.start(stack,
                          logTarget.file() != null && logTarget.file().getParent() != null
                                  ? logTarget.file().resolveSibling("nginx") : Path.of("levee-logs", "nginx")) : null;
                  S3Client direct = s3Client(URI.create("http://127.0.0.1:" + s3.port()));
@@ -191,6 +226,28 @@ final class DemoCommand implements Callable<Integer> {
                 run(out, viaGateway, streams, cfg.factor(), Math.min(cfg.factor(), limiterCount),
                         () -> (long) registry.find("levee_gateway_requests_total").tag("result", "failed").counters()
                                 .stream().mapToDouble(io.micrometer.core.instrument.Counter::count).sum());
+                if (keepRunning) {
+                    keeper = DemoKeepRunning.install();
+                    Stream shown = streams.stream().filter(x -> cfg.resources().containsKey(x.bucket)
+                            && !x.keys.getFirst().isEmpty()).findFirst().orElse(streams.getFirst());
+                    DemoKeepRunning.print(out, new DemoKeepRunning.Endpoints(
+                            front != null ? front.port() : stack.gateway().port(), front != null, s3.port(),
+                            stack.observer().port(), stack.gateway().adminPort(),
+                            stack.limiters().stream().map(l -> l.address().toString()).toList(),
+                            etcd == null ? null : etcd.endpoint(), front == null ? null : front.accessLog(),
+                            quotas == null ? "the embedded default quotas" : quotas.toString(), shown.bucket,
+                            shown.keys.getFirst()));
+                    keeper.awaitStopRequest();
+                    out.println("levee demo: stopping (closing the gateway, limiters, observer, backend"
+                            + (front != null ? ", NGINX" : "") + (etcd != null ? ", etcd" : "") + ")...");
+                }
+            }
+        } finally {
+            if (keeper != null) {
+                out.println("levee demo: stopped");
+                out.flush();
+                Logging.shutdown();
+                keeper.stopped();
             }
         }
         Logging.shutdown();
@@ -373,10 +430,10 @@ final class DemoCommand implements Callable<Integer> {
         TimeUnit.MILLISECONDS.sleep(1200); // let every bucket of the warm-up's own counter drain: not synchronisation
     }
 
-    private static final int OFFERED = 0;
-    private static final int ACCEPTED = 1;
-    private static final int SLOWDOWN = 2;
-    private static final int ERRORS = 3;
+    private static final int OFFERED = DemoTable.OFFERED;
+    private static final int ACCEPTED = DemoTable.ACCEPTED;
+    private static final int SLOWDOWN = DemoTable.SLOWDOWN;
+    private static final int ERRORS = DemoTable.ERRORS;
 
     private void run(PrintStream out, S3Client s3, List<Stream> streams, int factor, int g,
                      java.util.function.LongSupplier failedChecks) throws InterruptedException {
@@ -384,8 +441,6 @@ final class DemoCommand implements Callable<Integer> {
         java.util.concurrent.atomic.AtomicLong notSent = new java.util.concurrent.atomic.AtomicLong();
         int seconds = (int) Math.max(1, Math.ceil(duration.toMillis() / 1000.0));
         int m = streams.size();
-        AtomicLongArray counts = new AtomicLongArray((seconds + 2) * m * 4);
-        AtomicLongArray totals = new AtomicLongArray(m * 4);
         Semaphore inFlight = new Semaphore(512);
         String[] lastError = new String[1];
         out.println();
@@ -396,21 +451,20 @@ final class DemoCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "  [%d] %-44s %-14s quota %6.1f req/s x %d counter(s), burst %d; offered %6.1f req/s%n",
                     i + 1, s.label, s.op, s.quota.rate(), s.counters, s.quota.burst(), s.offered);
         }
+        out.println("  (each row counts requests sent and answers arrived in that second; pending: sent, not yet"
+                + " answered at its end)");
         out.println();
-        StringBuilder header = new StringBuilder("  sec ");
-        for (int i = 0; i < m; i++) {
-            header.append(String.format(Locale.ROOT, "| [%d] off  ok slow ", i + 1));
-        }
-        out.println(header);
-        long start = System.nanoTime();
+        dev.levee.core.Ticker ticker = dev.levee.runtime.SystemTicker.INSTANCE;
+        long start = ticker.read();
         long end = start + duration.toNanos();
+        DemoTable table = new DemoTable(m, seconds, ticker, start);
+        out.println(table.header());
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
             // one pacing thread: issues every stream's requests at its exact offered rate (open loop)
             double[] next = new double[m];
             long[] issued = new long[m];
-            int printed = 0;
             while (true) {
-                long now = System.nanoTime();
+                long now = ticker.read();
                 if (now - end >= 0) {
                     break;
                 }
@@ -418,39 +472,37 @@ final class DemoCommand implements Callable<Integer> {
                 for (int i = 0; i < m; i++) {
                     Stream s = streams.get(i);
                     while (next[i] <= elapsed) {
-                        int sec = (int) next[i];
                         long seq = issued[i]++;
                         next[i] = issued[i] / s.offered;
+                        table.record(i, OFFERED);
                         if (!inFlight.tryAcquire()) {
-                            record(counts, totals, m, sec, i, OFFERED);
+                            table.record(i, DemoTable.NOT_SENT);
                             notSent.incrementAndGet();
                             continue;
                         }
                         final int idx = i;
-                        record(counts, totals, m, sec, i, OFFERED);
                         pool.submit(() -> {
                             try {
-                                int r = send(s3, s, seq, lastError);
-                                record(counts, totals, m, sec, idx, r);
+                                table.record(idx, send(s3, s, seq, lastError));
                             } finally {
                                 inFlight.release();
                             }
                         });
                     }
                 }
-                int completeSeconds = (int) ((now - start) / 1_000_000_000L) - 1; // print a second once it is over
-                while (printed <= completeSeconds && printed < seconds) {
-                    printRow(out, counts, m, printed++);
-                }
-                long sleepNs = 2_000_000L;
-                TimeUnit.NANOSECONDS.sleep(sleepNs); // pacing tick of the load generator, not synchronisation
+                table.dueRows().forEach(out::println); // a second once it is over
+                TimeUnit.MILLISECONDS.sleep(2); // pacing tick of the load generator, not synchronisation
             }
             pool.shutdown();
             if (!pool.awaitTermination(35, TimeUnit.SECONDS)) {
                 out.println("  (some requests were still in flight after 35 s)");
             }
-            while (printed < seconds) {
-                printRow(out, counts, m, printed++);
+            table.remainingRows().forEach(out::println);
+        }
+        AtomicLongArray totals = new AtomicLongArray(m * 4);
+        for (int i = 0; i < m; i++) {
+            for (int k = 0; k < 4; k++) {
+                totals.set(i * 4 + k, table.total(i, k));
             }
         }
         double secs = duration.toNanos() / 1e9;
@@ -479,7 +531,9 @@ final class DemoCommand implements Callable<Integer> {
         boolean tightBurst = false;
         for (int i = 0; i < m; i++) {
             Stream s = streams.get(i);
-            tightBurst |= s.quota.burst() <= 1 && totals.get(i * 4 + ACCEPTED) / secs < 0.9 * s.configured();
+            // only where the offered load exceeded the quota: below it, admitting less than the rate says nothing (issue 13)
+            boolean overQuota = s.offered > s.configured();
+            tightBurst |= s.quota.burst() <= 1 && overQuota && totals.get(i * 4 + ACCEPTED) / secs < 0.9 * s.configured();
         }
         if (tightBurst) {
             out.println("Quotas with burst 1 admit less than their rate: each of the g limiters enforces rate/g with a"
@@ -526,22 +580,4 @@ final class DemoCommand implements Callable<Integer> {
             return ERRORS;
         }
     }
-
-    private static void record(AtomicLongArray counts, AtomicLongArray totals, int m, int sec, int i, int what) {
-        if (sec >= 0 && (sec + 1) * m * 4 <= counts.length()) {
-            counts.incrementAndGet((sec * m + i) * 4 + what);
-        }
-        totals.incrementAndGet(i * 4 + what);
-    }
-
-    private static void printRow(PrintStream out, AtomicLongArray counts, int m, int sec) {
-        StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "  %3d ", sec + 1));
-        for (int i = 0; i < m; i++) {
-            int base = (sec * m + i) * 4;
-            row.append(String.format(Locale.ROOT, "| %8d %3d %4d ", counts.get(base + OFFERED),
-                    counts.get(base + ACCEPTED), counts.get(base + SLOWDOWN)));
-        }
-        out.println(row);
-    }
-
 }

@@ -1,7 +1,7 @@
 package dev.levee.cli;
 
-import dev.levee.cli.stack.EmbeddedS3;
 import dev.levee.runtime.HostPort;
+import dev.levee.stack.EmbeddedS3;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;

@@ -1,9 +1,6 @@
 package dev.levee.cli;
 
 import com.google.common.util.concurrent.RateLimiter;
-import dev.levee.cli.stack.EmbeddedEtcd;
-import dev.levee.cli.stack.EmbeddedS3;
-import dev.levee.cli.stack.PartitionProxy;
 import dev.levee.gateway.ByteUnits;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
@@ -15,6 +12,9 @@ import dev.levee.gateway.site.ShareKeeper;
 import dev.levee.gateway.site.SiteBudget;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
+import dev.levee.stack.EmbeddedEtcd;
+import dev.levee.stack.EmbeddedS3;
+import dev.levee.stack.PartitionProxy;
 import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.io.PrintStream;

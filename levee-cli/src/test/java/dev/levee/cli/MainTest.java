@@ -117,6 +117,9 @@ class MainTest {
             demo --gateways 9                               | --gateways must be 1-8
             bench limiter --rate -5                         | --rate must be
             bench limiter --rate fast                       | fast
+            demo --backend-latency 30s                      | --backend-latency must be 0s-20s
+            demo --backend-latency slow                     | slow
+            demo --keep-running --gateways 3                | --keep-running works with one gateway
             gateway --backend 127.0.0.1:9 --no-enforce --etcd http://127.0.0.1:1 | --etcd needs --principals FILE
             """)
     void badFlagsGetAClearMessage(String line, String named) {

@@ -3,8 +3,8 @@ package dev.levee.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
-import dev.levee.cli.stack.EmbeddedNginx;
-import dev.levee.cli.stack.NginxConfig;
+import dev.levee.stack.EmbeddedNginx;
+import dev.levee.stack.NginxConfig;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;

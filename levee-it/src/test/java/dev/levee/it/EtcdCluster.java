@@ -4,7 +4,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.levee.cli.stack.EmbeddedEtcd;
+import dev.levee.stack.EmbeddedEtcd;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.levee.cli.Main;
-import dev.levee.cli.stack.EmbeddedEtcd;
 import dev.levee.config.QuotaLayout;
 import dev.levee.core.S3Operation;
 import dev.levee.etcd.Etcd;
@@ -15,6 +14,7 @@ import dev.levee.quota.QuotaConfig;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
+import dev.levee.stack.EmbeddedEtcd;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.op.Op;

@@ -3,7 +3,7 @@ package dev.levee.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.cli.stack.EmbeddedEtcd;
+import dev.levee.stack.EmbeddedEtcd;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

@@ -2,7 +2,6 @@ package dev.levee.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.cli.stack.EmbeddedS3;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.PrincipalDirectory;
@@ -10,6 +9,7 @@ import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.stack.EmbeddedS3;
 import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
@@ -103,7 +103,7 @@ class GatewayBenchIT {
                     vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 }
             }
-            java.util.Optional<java.nio.file.Path> nginx = dev.levee.cli.stack.EmbeddedNginx.binary();
+            java.util.Optional<java.nio.file.Path> nginx = dev.levee.stack.EmbeddedNginx.binary();
             if (nginx.isPresent()) {
                 referenceNginx(rows, nginx.get(), s3.port(), data);
             } else {

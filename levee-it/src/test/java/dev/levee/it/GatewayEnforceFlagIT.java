@@ -2,7 +2,7 @@ package dev.levee.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.cli.stack.LocalStack;
+import dev.levee.stack.LocalStack;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

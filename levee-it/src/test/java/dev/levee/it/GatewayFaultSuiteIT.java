@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
+import dev.levee.stack.EmbeddedS3;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -40,10 +41,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.gaul.s3proxy.AuthenticationType;
-import org.gaul.s3proxy.S3Proxy;
-import org.jclouds.ContextBuilder;
-import org.jclouds.blobstore.BlobStoreContext;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -116,7 +113,7 @@ class GatewayFaultSuiteIT {
     static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     static final ObjectMapper JSON = new ObjectMapper();
 
-    static Backend s3;
+    static EmbeddedS3 s3;
     static S3Client direct;
     static Path principals;
     static Path tokenFile;
@@ -134,8 +131,8 @@ class GatewayFaultSuiteIT {
             }
         }
         Logging.configure(new LogTarget("file", null, 0, DIR.resolve("test-jvm.log")), "levee-it", "WARN");
-        s3 = Backend.start();
-        direct = client(URI.create("http://127.0.0.1:" + s3.port), "w1");
+        s3 = startBackend();
+        direct = client(URI.create("http://127.0.0.1:" + s3.port()), "w1");
         direct.createBucket(b -> b.bucket(BUCKET));
         loadObject = random(LOAD_OBJECT_BYTES, 1);
         direct.putObject(b -> b.bucket(BUCKET).key("load/obj"), RequestBody.fromBytes(loadObject));
@@ -896,7 +893,7 @@ class GatewayFaultSuiteIT {
             this.name = name;
             this.process = RoleProcess.start(DIR, name, List.of("gateway",
                     "--listen", "127.0.0.1:" + port, "--admin", "127.0.0.1:" + admin,
-                    "--backend", "127.0.0.1:" + s3.port, "--no-enforce",
+                    "--backend", "127.0.0.1:" + s3.port(), "--no-enforce",
                     "--principals", principals.toString(), "--health-token-file", tokenFile.toString(),
                     "--principal-upload-rate", "1MiB/s", "--principal-download-rate", "1MiB/s",
                     "--max-uploads-per-principal", "1", "--max-downloads-per-principal", "4",
@@ -962,66 +959,15 @@ class GatewayFaultSuiteIT {
     }
 
     /**
-     * S3Proxy over one in-memory blob store, on a port of its own that it keeps across a kill and a
-     * restart (the gateway's --backend does not change), accepting every account's key.
+     * S3Proxy over one in-memory blob store (levee-stack's {@link EmbeddedS3}, as the demo starts it), on a
+     * port of its own that it keeps across a kill and a restart (the gateway's --backend does not change),
+     * accepting every account's key; w1's signs its own requests.
      */
-    static final class Backend implements AutoCloseable {
-        final BlobStoreContext context = ContextBuilder.newBuilder("transient").credentials("identity", "credential")
-                .modules(List.of(new org.jclouds.logging.slf4j.config.SLF4JLoggingModule())) // into the test log, not stderr
-                .build(BlobStoreContext.class);
-        final int port = RoleProcess.freePort();
-        volatile S3Proxy proxy;
-
-        static Backend start() {
-            Backend b = new Backend();
-            b.restart();
-            return b;
-        }
-
-        boolean running() {
-            return proxy != null;
-        }
-
-        void restart() {
-            Map<String, String> keys = new java.util.HashMap<>();
-            ACCOUNTS.forEach(a -> keys.put(key(a), secret(a)));
-            S3Proxy p = S3Proxy.builder().blobStore(context.getBlobStore())
-                    .endpoint(URI.create("http://127.0.0.1:" + port))
-                    .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, key("w1"), secret("w1"))
-                    .ignoreUnknownHeaders(true).jettyMaxThreads(64).build();
-            p.setBlobStoreLocator((identity, container, blob) -> {
-                String secret = identity == null ? null : keys.get(identity);
-                return secret == null ? null : Map.entry(secret, context.getBlobStore());
-            });
-            try {
-                p.start();
-            } catch (Exception e) {
-                throw new IllegalStateException("S3Proxy did not start on " + port, e);
-            }
-            await("S3Proxy started").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
-                    .until(() -> "STARTED".equals(p.getState()));
-            Logging.reapply(); // S3Proxy's start resets Log4j's context
-            proxy = p;
-        }
-
-        /** Stops S3Proxy at once: its connections close, new ones are refused. */
-        void kill() throws Exception {
-            S3Proxy p = proxy;
-            proxy = null;
-            p.stop();
-        }
-
-        @Override
-        public void close() {
-            try {
-                if (proxy != null) {
-                    proxy.stop();
-                }
-            } catch (Exception e) {
-                // stopping anyway
-            }
-            context.close();
-        }
+    static EmbeddedS3 startBackend() {
+        Map<String, String> keys = new java.util.LinkedHashMap<>();
+        keys.put(key("w1"), secret("w1"));
+        ACCOUNTS.forEach(a -> keys.put(key(a), secret(a)));
+        return EmbeddedS3.startWithKeys(keys);
     }
 
     static S3Client client(URI endpoint, String account) {

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.cli.stack.EmbeddedS3;
 import dev.levee.gateway.AnonymousPolicy;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
@@ -17,6 +16,7 @@ import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.stack.EmbeddedS3;
 import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.io.OutputStream;

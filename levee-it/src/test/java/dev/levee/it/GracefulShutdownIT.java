@@ -122,7 +122,7 @@ class GracefulShutdownIT {
 
     @Test
     void limiterProcessSigtermedUnderClientLoadFailsNoCheck() throws Exception {
-        try (dev.levee.cli.stack.EmbeddedEtcd etcd = dev.levee.cli.stack.EmbeddedEtcd.start();
+        try (dev.levee.stack.EmbeddedEtcd etcd = dev.levee.stack.EmbeddedEtcd.start();
              io.etcd.jetcd.Client etcdClient = dev.levee.etcd.Etcd.client(List.of(etcd.endpoint()))) {
             String prefix = "/levee-term/";
             String yaml = "factor: 2\ndefault: {rate: 100000, burst: 10000}\n";

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.levee.cli.Main;
-import dev.levee.cli.stack.LocalStack;
+import dev.levee.stack.LocalStack;
 import dev.levee.runtime.Json;
 import java.net.URI;
 import java.net.http.HttpClient;

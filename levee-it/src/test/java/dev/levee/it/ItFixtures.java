@@ -1,9 +1,9 @@
 package dev.levee.it;
 
-import dev.levee.cli.stack.EmbeddedEtcd;
 import dev.levee.etcd.Etcd;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
+import dev.levee.stack.EmbeddedEtcd;
 import io.etcd.jetcd.Client;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;

@@ -4,7 +4,6 @@ import static dev.levee.it.ItFixtures.done;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.cli.stack.EmbeddedEtcd;
 import dev.levee.client.ClientDecision;
 import dev.levee.client.LeveeClient;
 import dev.levee.config.QuotaConfigLoader;
@@ -18,6 +17,7 @@ import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import dev.levee.s3.S3Request;
+import dev.levee.stack.EmbeddedEtcd;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;

@@ -3,13 +3,13 @@ package dev.levee.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.cli.stack.EmbeddedNginx;
-import dev.levee.cli.stack.NginxConfig;
 import dev.levee.it.NginxRawHttp.Answer;
 import dev.levee.it.NginxRawHttp.Conn;
 import dev.levee.it.NginxRawHttp.Request;
 import dev.levee.it.NginxRawHttp.Response;
 import dev.levee.runtime.HostPort;
+import dev.levee.stack.EmbeddedNginx;
+import dev.levee.stack.NginxConfig;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpMethod;

@@ -3,9 +3,9 @@ package dev.levee.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.cli.stack.LocalStack;
 import dev.levee.client.ClientDecision;
 import dev.levee.s3.S3Request;
+import dev.levee.stack.LocalStack;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

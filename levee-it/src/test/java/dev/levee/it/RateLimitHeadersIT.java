@@ -2,9 +2,9 @@ package dev.levee.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.cli.stack.EmbeddedNginx;
-import dev.levee.cli.stack.LocalStack;
-import dev.levee.cli.stack.NginxConfig;
+import dev.levee.stack.EmbeddedNginx;
+import dev.levee.stack.LocalStack;
+import dev.levee.stack.NginxConfig;
 import dev.levee.client.ClientService;
 import dev.levee.gateway.GatewayService;
 import dev.levee.runtime.HostPort;

@@ -3,8 +3,8 @@ package dev.levee.it;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.cli.stack.LocalStack;
 import dev.levee.limiter.LimiterService;
+import dev.levee.stack.LocalStack;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,35 +1,26 @@
 package dev.levee.it;
 
-import static org.awaitility.Awaitility.await;
-
-import dev.levee.runtime.Logging;
+import dev.levee.stack.EmbeddedS3;
 import java.net.URI;
-import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
-import org.gaul.s3proxy.AuthenticationType;
-import org.gaul.s3proxy.S3Proxy;
-import org.jclouds.ContextBuilder;
-import org.jclouds.blobstore.BlobStoreContext;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * An S3 backend in this JVM: S3Proxy over one in-memory (jclouds {@code transient}) blob store on a free
- * loopback port, accepting SigV2/SigV4 from every access key given (each with its secret), as the
- * gateways' backend in the site tests. It keeps its port across {@link #kill()} and {@link #restart()}.
+ * An S3 backend in this JVM: levee-stack's {@link EmbeddedS3} (S3Proxy over one in-memory blob store on a
+ * free loopback port, as {@code levee demo} starts it), accepting SigV2/SigV4 from every access key given
+ * (each with its secret), as the gateways' backend in the site tests. It keeps its port across
+ * {@link #kill()} and {@link #restart()}.
  */
 final class S3Backend implements AutoCloseable {
 
-    private final BlobStoreContext context = ContextBuilder.newBuilder("transient").credentials("identity", "credential")
-            .build(BlobStoreContext.class);
-    private final int port = RoleProcess.freePort();
-    private final Map<String, String> keys;
-    private volatile S3Proxy proxy;
+    private final EmbeddedS3 s3;
+    private final Map.Entry<String, String> first;
 
-    private S3Backend(Map<String, String> keys) {
-        this.keys = Map.copyOf(keys);
+    private S3Backend(EmbeddedS3 s3, Map.Entry<String, String> first) {
+        this.s3 = s3;
+        this.first = first;
     }
 
     /**
@@ -38,65 +29,41 @@ final class S3Backend implements AutoCloseable {
      * @param keys access key id → secret key, at least one
      * @return the running backend (close it)
      * @throws IllegalArgumentException when {@code keys} is empty
-     * @throws IllegalStateException    when S3Proxy does not start in 20 s
+     * @throws IllegalStateException    when S3Proxy does not start
      */
     static S3Backend start(Map<String, String> keys) {
-        if (keys.isEmpty()) {
-            throw new IllegalArgumentException("the S3 backend needs at least one access key");
-        }
-        S3Backend b = new S3Backend(new LinkedHashMap<>(keys));
-        b.restart();
-        return b;
+        EmbeddedS3 s3 = EmbeddedS3.startWithKeys(keys);
+        return new S3Backend(s3, Map.entry(keys.keySet().iterator().next(), keys.values().iterator().next()));
     }
 
     /** Returns the backend's port on loopback. */
     int port() {
-        return port;
+        return s3.port();
     }
 
     /** Returns {@code 127.0.0.1:PORT}, as {@code levee gateway --backend} takes it. */
     String address() {
-        return "127.0.0.1:" + port;
+        return s3.address();
     }
 
     /** Returns {@code http://127.0.0.1:PORT}. */
     URI endpoint() {
-        return URI.create("http://" + address());
+        return s3.endpoint();
     }
 
     /** Returns whether S3Proxy is running. */
     boolean running() {
-        return proxy != null;
+        return s3.running();
     }
 
     /** Starts S3Proxy (again) on the same port and blob store. @throws IllegalStateException when it does not start */
     void restart() {
-        Map.Entry<String, String> first = keys.entrySet().iterator().next();
-        S3Proxy p = S3Proxy.builder().blobStore(context.getBlobStore()).endpoint(endpoint())
-                .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, first.getKey(), first.getValue())
-                .ignoreUnknownHeaders(true).jettyMaxThreads(64).build();
-        p.setBlobStoreLocator((identity, container, blob) -> {
-            String secret = identity == null ? null : keys.get(identity);
-            return secret == null ? null : Map.entry(secret, context.getBlobStore());
-        });
-        try {
-            p.start();
-        } catch (Exception e) {
-            throw new IllegalStateException("S3Proxy did not start on " + port, e);
-        }
-        await("S3Proxy started").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(10))
-                .until(() -> "STARTED".equals(p.getState()));
-        Logging.reapply(); // S3Proxy's start resets Log4j's context
-        proxy = p;
+        s3.restart();
     }
 
     /** Stops S3Proxy at once: its connections close, new ones are refused. */
-    void kill() throws Exception {
-        S3Proxy p = proxy;
-        proxy = null;
-        if (p != null) {
-            p.stop();
-        }
+    void kill() {
+        s3.kill();
     }
 
     /**
@@ -108,7 +75,6 @@ final class S3Backend implements AutoCloseable {
     byte[] putRandom(String bucket, String key, int size, long seed) {
         byte[] data = new byte[size];
         new Random(seed).nextBytes(data);
-        Map.Entry<String, String> first = keys.entrySet().iterator().next();
         try (S3Client c = DemandClient.s3Client(endpoint(), first.getKey(), first.getValue(), 2)) {
             if (!c.listBuckets().buckets().stream().anyMatch(b -> b.name().equals(bucket))) {
                 c.createBucket(b -> b.bucket(bucket));
@@ -120,11 +86,6 @@ final class S3Backend implements AutoCloseable {
 
     @Override
     public void close() {
-        try {
-            kill();
-        } catch (Exception e) {
-            // stopping anyway
-        }
-        context.close();
+        s3.close();
     }
 }

@@ -1,12 +1,12 @@
 package dev.levee.it;
 
-import dev.levee.cli.stack.EmbeddedS3;
-import dev.levee.cli.stack.LocalStack;
 import dev.levee.config.QuotaConfigLoader;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.stack.EmbeddedS3;
+import dev.levee.stack.LocalStack;
 import java.net.URI;
 import java.nio.file.Path;
 import software.amazon.awssdk.services.s3.S3Client;

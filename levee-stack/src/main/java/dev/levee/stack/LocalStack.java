@@ -1,10 +1,10 @@
-package dev.levee.cli.stack;
+package dev.levee.stack;
 
 import dev.levee.client.LeveeClient;
+import dev.levee.config.QuotaSource;
 import dev.levee.gateway.GatewayService;
 import dev.levee.limiter.LimiterService;
 import dev.levee.observer.ObserverService;
-import dev.levee.config.QuotaSource;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;

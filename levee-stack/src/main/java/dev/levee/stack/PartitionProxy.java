@@ -1,4 +1,4 @@
-package dev.levee.cli.stack;
+package dev.levee.stack;
 
 import io.vertx.core.Vertx;
 import io.vertx.core.net.NetClient;

@@ -1,4 +1,4 @@
-package dev.levee.cli.stack;
+package dev.levee.stack;
 
 import java.io.IOException;
 import java.net.HttpURLConnection;

@@ -1,4 +1,4 @@
-package dev.levee.cli.stack;
+package dev.levee.stack;
 
 import java.net.ServerSocket;
 import java.net.URI;
@@ -19,14 +19,22 @@ public final class EmbeddedS3 implements AutoCloseable {
     /** Secret key the embedded backend accepts. */
     public static final String SECRET_KEY = "levee-demo-secret";
 
-    private final S3Proxy proxy;
     private final BlobStoreContext context;
+    private final String host;
     private final int port;
+    private final String accessKey;
+    private final String secretKey;
+    private final java.util.Map<String, String> keys;
+    private volatile S3Proxy proxy;
 
-    private EmbeddedS3(S3Proxy proxy, BlobStoreContext context, int port) {
-        this.proxy = proxy;
+    private EmbeddedS3(BlobStoreContext context, String host, int port, String accessKey, String secretKey,
+                       java.util.Map<String, String> keys) {
         this.context = context;
+        this.host = host;
         this.port = port;
+        this.accessKey = accessKey;
+        this.secretKey = secretKey;
+        this.keys = java.util.Map.copyOf(keys);
     }
 
     /**
@@ -52,6 +60,24 @@ public final class EmbeddedS3 implements AutoCloseable {
     }
 
     /**
+     * Starts a backend on a free port of 127.0.0.1 accepting exactly {@code keys} (access key id →
+     * secret key, the first in iteration order signing the backend's own requests), all sharing one
+     * store: the gateways' backend of the integration tests.
+     *
+     * @param keys access keys, at least one
+     * @return the running backend
+     * @throws IllegalArgumentException when {@code keys} is empty
+     * @throws IllegalStateException    when it cannot start
+     */
+    public static EmbeddedS3 startWithKeys(java.util.Map<String, String> keys) {
+        if (keys.isEmpty()) {
+            throw new IllegalArgumentException("the S3 backend needs at least one access key");
+        }
+        java.util.Map.Entry<String, String> first = keys.entrySet().iterator().next();
+        return start("127.0.0.1", 0, first.getKey(), first.getValue(), keys);
+    }
+
+    /**
      * Starts a backend on {@code host:port} (port 0: a free port of 127.0.0.1) accepting the key
      * {@code accessKey}/{@code secretKey} and {@code moreKeys}, all sharing one in-memory store
      * ({@code levee s3-backend}).
@@ -70,39 +96,81 @@ public final class EmbeddedS3 implements AutoCloseable {
         Exception last = null;
         for (int attempt = 0; attempt < (fixedPort == 0 ? 5 : 1); attempt++) {
             int port = fixedPort == 0 ? freePort() : fixedPort;
-            S3Proxy proxy = S3Proxy.builder()
-                    .blobStore(context.getBlobStore())
-                    .endpoint(URI.create("http://" + host + ":" + port))
-                    .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, accessKey, secretKey)
-                    .ignoreUnknownHeaders(true)
-                    .jettyMaxThreads(64)
-                    .build();
-            if (!moreKeys.isEmpty()) {
-                BlobStore store = context.getBlobStore();
-                proxy.setBlobStoreLocator((identity, container, blob) -> {
-                    String secret = identity == null ? null : keys.get(identity);
-                    return secret == null ? null : java.util.Map.entry(secret, store);
-                });
-            }
+            EmbeddedS3 s3 = new EmbeddedS3(context, host, port, accessKey, secretKey, moreKeys.isEmpty() ? java.util.Map.of() : keys);
             try {
-                proxy.start();
-                long deadline = System.currentTimeMillis() + 10_000;
-                while (!"STARTED".equals(proxy.getState()) && System.currentTimeMillis() < deadline) {
-                    Thread.onSpinWait();
-                    Thread.sleep(10); // S3Proxy offers no start callback; bounded by the deadline
-                }
-                if ("STARTED".equals(proxy.getState())) {
-                    dev.levee.runtime.Logging.reapply(); // S3Proxy's start resets Log4j's context
-                    return new EmbeddedS3(proxy, context, port);
-                }
-                proxy.stop();
-            } catch (Exception e) {
+                s3.restart();
+                return s3;
+            } catch (IllegalStateException e) {
                 last = e;
             }
         }
         context.close();
         throw new IllegalStateException("S3 backend did not start on " + host + ":" + (fixedPort == 0 ? "a free port" : fixedPort)
                 + (last == null ? "" : ": " + last.getMessage()), last);
+    }
+
+    /**
+     * Starts S3Proxy (again, after {@link #kill()}) on the same port over the same store; does nothing
+     * while it runs.
+     *
+     * @throws IllegalStateException when it does not start within 10 s (for example the port is taken)
+     */
+    public synchronized void restart() {
+        if (proxy != null) {
+            return;
+        }
+        S3Proxy p = S3Proxy.builder()
+                .blobStore(context.getBlobStore())
+                .endpoint(URI.create("http://" + host + ":" + port))
+                .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, accessKey, secretKey)
+                .ignoreUnknownHeaders(true)
+                .jettyMaxThreads(64)
+                .build();
+        if (!keys.isEmpty()) {
+            BlobStore store = context.getBlobStore();
+            p.setBlobStoreLocator((identity, container, blob) -> {
+                String secret = identity == null ? null : keys.get(identity);
+                return secret == null ? null : java.util.Map.entry(secret, store);
+            });
+        }
+        try {
+            p.start();
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (!"STARTED".equals(p.getState()) && System.currentTimeMillis() < deadline) {
+                Thread.sleep(10); // S3Proxy offers no start callback; bounded by the deadline
+            }
+        } catch (Exception e) {
+            stopQuietly(p);
+            throw new IllegalStateException("S3Proxy did not start on " + host + ":" + port + ": " + e.getMessage(), e);
+        }
+        if (!"STARTED".equals(p.getState())) {
+            stopQuietly(p);
+            throw new IllegalStateException("S3Proxy did not start on " + host + ":" + port + " within 10 s");
+        }
+        dev.levee.runtime.Logging.reapply(); // S3Proxy's start resets Log4j's context
+        proxy = p;
+    }
+
+    /** Stops S3Proxy at once (its connections close, new ones are refused); the store and the port are kept for {@link #restart()}. */
+    public synchronized void kill() {
+        S3Proxy p = proxy;
+        proxy = null;
+        if (p != null) {
+            stopQuietly(p);
+        }
+    }
+
+    /** Returns whether S3Proxy is running (not {@link #kill() killed}). */
+    public boolean running() {
+        return proxy != null;
+    }
+
+    private static void stopQuietly(S3Proxy p) {
+        try {
+            p.stop();
+        } catch (Exception e) {
+            // stopping anyway
+        }
     }
 
     private static int freePort() {
@@ -134,9 +202,19 @@ public final class EmbeddedS3 implements AutoCloseable {
                 .build();
     }
 
-    /** Returns the port on 127.0.0.1. */
+    /** Returns the port (on 127.0.0.1 unless started on another host). */
     public int port() {
         return port;
+    }
+
+    /** Returns {@code HOST:PORT}, as {@code levee gateway --backend} takes it. */
+    public String address() {
+        return host + ":" + port;
+    }
+
+    /** Returns {@code http://HOST:PORT}. */
+    public URI endpoint() {
+        return URI.create("http://" + address());
     }
 
     /** Returns the blob store behind the backend (to create buckets without going through a gateway). */
@@ -146,11 +224,7 @@ public final class EmbeddedS3 implements AutoCloseable {
 
     @Override
     public void close() {
-        try {
-            proxy.stop();
-        } catch (Exception e) {
-            // stopping anyway
-        }
+        kill();
         context.close();
     }
 }

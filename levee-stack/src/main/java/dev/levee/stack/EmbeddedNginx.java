@@ -1,4 +1,4 @@
-package dev.levee.cli.stack;
+package dev.levee.stack;
 
 import dev.levee.runtime.HostPort;
 import java.io.File;

@@ -1,0 +1,181 @@
+package dev.levee.it;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** {@code levee demo} as a user types it (issue 13): its table adds up, its advice fits, and it can keep running. */
+class DemoIT {
+
+    static final Path DIR = Path.of("target", "it-logs", "demo").toAbsolutePath();
+    /** A row of the per-second table: {@code  sec | [1] off ok slow | … | pending}. */
+    static final Pattern ROW = Pattern.compile("^\\s+(\\d+|end) \\|(.*)$");
+    /** A line of the summary: {@code  [i] label … offered accepted SlowDown admit/s config/s ratio bound}. */
+    static final Pattern SUMMARY = Pattern.compile("^\\s+\\[(\\d+)] .*");
+
+    static String runDemo(String name, List<String> args) {
+        List<String> cmd = new ArrayList<>(List.of("demo", "--log-target", "file:" + DIR.resolve(name + ".log")));
+        cmd.addAll(args);
+        try (RoleProcess demo = RoleProcess.start(DIR, name, cmd)) {
+            int status = demo.awaitExit(Duration.ofSeconds(180));
+            String out = demo.output();
+            System.out.println(out);
+            assertThat(status).as(out).isZero();
+            return out;
+        }
+    }
+
+    /**
+     * Every answer the backend gives is held 1.5 s: the requests of a second are still in flight when its
+     * row is due. The rows count results in the second they arrive and show what is still in flight as
+     * pending, so each stream's column sums equal its summary line.
+     */
+    @Test
+    void underASlowBackendLateAnswersShowAsPendingAndTheRowsAddUpToTheSummary() {
+        String out = runDemo("slow-backend", List.of("--duration", "4s", "--warmup", "1s", "--backend-latency", "1500ms"));
+        String[] lines = out.split("\n");
+        List<long[]> rows = new ArrayList<>();
+        List<String> rowLines = new ArrayList<>();
+        int streams = -1;
+        for (String l : lines) {
+            Matcher m = ROW.matcher(l);
+            if (m.matches()) {
+                String[] cells = m.group(2).split("\\|");
+                long[] v = Arrays.stream(String.join(" ", cells).trim().split("\\s+")).mapToLong(Long::parseLong).toArray();
+                rows.add(v);
+                rowLines.add(l);
+                if (streams < 0) {
+                    streams = cells.length;
+                }
+            }
+        }
+        assertThat(rows).as("the per-second table").hasSizeGreaterThanOrEqualTo(4);
+        int header = out.indexOf("Summary:");
+        assertThat(header).as("the summary").isPositive();
+        List<long[]> summary = new ArrayList<>();
+        for (String l : out.substring(header).split("\n")) {
+            if (SUMMARY.matcher(l).matches()) {
+                String[] t = l.trim().split("\\s+");
+                int n = t.length;
+                summary.add(new long[] {Long.parseLong(t[n - 7]), Long.parseLong(t[n - 6]), Long.parseLong(t[n - 5])});
+            }
+        }
+        assertThat(summary).as("one summary line per stream").isNotEmpty();
+        int m = summary.size();
+        for (int i = 0; i < m; i++) {
+            long off = 0;
+            long ok = 0;
+            long slow = 0;
+            for (long[] r : rows) {
+                off += r[3 * i];
+                ok += r[3 * i + 1];
+                slow += r[3 * i + 2];
+            }
+            assertThat(new long[] {off, ok, slow}).as("stream [%d]: Σ rows (off, ok, slow) vs its summary line\n%s", i + 1,
+                    String.join("\n", rowLines)).containsExactly(summary.get(i));
+        }
+        assertThat(rows).as("the rows have a pending column after the streams' columns").allMatch(r -> r.length == 3 * m + 1);
+        assertThat(rows.getFirst()[3 * m]).as("requests of the first second still in flight at its end: pending")
+                .isPositive();
+        assertThat(rows.getLast()[3 * m]).as("nothing pending once every answer arrived").isZero();
+    }
+
+    static final String BURST_ADVICE = "Quotas with burst 1 admit less than their rate";
+
+    /**
+     * One quota of 8 req/s with burst 1 over 4 limiters: driven above its rate it admits about half of it
+     * and the advice to give it a larger burst follows; driven at half its rate it admits what is offered,
+     * less than the rate, and there is nothing to advise.
+     */
+    @ParameterizedTest(name = "load factor {0}: advice {1}")
+    @CsvSource({"1.2, true", "0.5, false"})
+    void theBurstOneAdviceIsPrintedOnlyWhenTheOfferedLoadExceededTheQuota(String loadFactor, boolean advised)
+            throws Exception {
+        Path quotas = DIR.resolve("burst-1.yaml");
+        java.nio.file.Files.createDirectories(DIR);
+        java.nio.file.Files.writeString(quotas, "factor: 4\ndefault: {rate: 8, burst: 1}\n");
+        String out = runDemo("burst-1-" + loadFactor, List.of("--quotas", quotas.toString(), "--load-factor", loadFactor,
+                "--duration", "3s", "--warmup", "1s"));
+        assertThat(out).contains("Summary:");
+        if (advised) {
+            assertThat(out).contains(BURST_ADVICE);
+        } else {
+            assertThat(out).doesNotContain(BURST_ADVICE);
+        }
+    }
+
+    static final Pattern S3_ENDPOINT = Pattern.compile("S3 endpoint  http://127\\.0\\.0\\.1:(\\d+) ");
+    static final Pattern BACKEND = Pattern.compile("S3 backend   http://127\\.0\\.0\\.1:(\\d+) ");
+    static final Pattern OBSERVER = Pattern.compile("observer     curl -s (http://127\\.0\\.0\\.1:(\\d+)/v1/limiters)");
+    static final Pattern QUOTA_GET = Pattern.compile("\\./levee (quota --etcd http://127\\.0\\.0\\.1:(\\d+) get (\\S+))");
+    static final Pattern AWS_CP = Pattern.compile("s3 cp s3://([^/\\s]+)/(\\S+) -");
+
+    static int group(Pattern p, String out, int g) {
+        Matcher m = p.matcher(out);
+        assertThat(m.find()).as("%s in the output:\n%s", p, out).isTrue();
+        return Integer.parseInt(m.group(g));
+    }
+
+    /**
+     * {@code --keep-running --etcd}: after the summary the stack stays up with its endpoints printed; the
+     * observer answers, the S3 endpoint serves the SDK, the printed {@code levee quota} command works; SIGTERM
+     * stops the demo cleanly and every port it printed is closed.
+     */
+    @Test
+    void keepRunningLeavesAStackToExploreUntilSigtermThenClosesEveryPort() throws Exception {
+        try (RoleProcess demo = RoleProcess.start(DIR, "keep-running", List.of("demo", "--duration", "2s", "--warmup", "1s",
+                "--keep-running", "--etcd", "--log-target", "file:" + DIR.resolve("keep-running.log")))) {
+            demo.awaitOutput("levee demo: running until Ctrl-C or SIGTERM", Duration.ofSeconds(180));
+            String out = demo.output();
+            assertThat(out.indexOf("Summary:")).as("the summary comes first").isPositive()
+                    .isLessThan(out.indexOf("keeps running"));
+            int s3 = group(S3_ENDPOINT, out, 1);
+            int backend = group(BACKEND, out, 1);
+            int observer = group(OBSERVER, out, 2);
+            int etcd = group(QUOTA_GET, out, 2);
+            Matcher obs = OBSERVER.matcher(out);
+            assertThat(obs.find()).isTrue();
+            java.net.http.HttpResponse<String> limiters = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create(obs.group(1))).timeout(Duration.ofSeconds(5))
+                            .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(limiters.statusCode()).isEqualTo(200);
+            assertThat(limiters.body()).contains("limiter-1");
+            Matcher cp = AWS_CP.matcher(out);
+            assertThat(cp.find()).as("an aws s3 cp command in\n%s", out).isTrue();
+            try (software.amazon.awssdk.services.s3.S3Client c = DemandClient.s3Client(
+                    java.net.URI.create("http://127.0.0.1:" + s3), "levee-demo", "levee-demo-secret", 2)) {
+                String bucket = cp.group(1);
+                String key = cp.group(2);
+                assertThat(c.getObjectAsBytes(b -> b.bucket(bucket).key(key)).asUtf8String())
+                        .as("the printed object through the printed S3 endpoint").startsWith("levee demo object");
+            }
+            Matcher q = QUOTA_GET.matcher(out);
+            assertThat(q.find()).isTrue();
+            try (RoleProcess quota = RoleProcess.start(DIR, "keep-running-quota-get", List.of(q.group(1).split(" ")))) {
+                int status = quota.awaitExit(Duration.ofSeconds(60));
+                assertThat(status).as(quota.output()).isZero();
+                assertThat(quota.output()).as("the printed levee quota command").contains("rate");
+            }
+            assertThat(demo.alive()).as("still running after the summary").isTrue();
+            demo.signal("TERM");
+            int status = demo.awaitExit(Duration.ofSeconds(60));
+            String end = demo.output();
+            assertThat(status).as(end).isIn(0, 143);
+            assertThat(end).contains("levee demo: stopping").contains("levee demo: stopped").doesNotContain("\tat ")
+                    .doesNotContain("Exception");
+            for (int port : new int[] {s3, backend, observer, etcd}) {
+                assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> new java.net.Socket("127.0.0.1", port).close()))
+                        .as("port %d closed after the stop", port).isInstanceOf(java.net.ConnectException.class);
+            }
+        }
+    }
+}
