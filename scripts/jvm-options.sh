@@ -40,9 +40,10 @@ levee_jvm_options() {
   esac
   case "$role" in
     # the check path (docs/BENCHMARKS.md, "Garbage collector per role"): generational ZGC, whose pauses stay under
-    # 1 ms where G1's young pauses of ~3 ms grew to 20-90 ms whenever the GC threads waited for a core; committed
-    # memory goes back to the OS 30 s after it was last needed (as G1's periodic collection did)
-    limiter|client) echo "$heap -XX:+UseZGC -XX:ZUncommitDelay=30 -XX:+ExitOnOutOfMemoryError" ;;
+    # 1 ms where G1's young pauses of ~3 ms grew to 20-90 ms whenever the GC threads waited for a core; a cycle at
+    # least every 15 s and uncommit after 30 s give memory back to the OS after a flood (more slowly than G1's
+    # periodic collection: docs/failure-modes.md, "Memory")
+    limiter|client) echo "$heap -XX:+UseZGC -XX:ZCollectionInterval=15 -XX:ZUncommitDelay=30 -XX:+ExitOnOutOfMemoryError" ;;
     *) echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:+ExitOnOutOfMemoryError" ;;
   esac
 }

@@ -74,7 +74,7 @@ class LimiterMemoryIT {
     @Test
     void theLauncherSizesEachRolesHeapAndReturnsMemoryWhenIdle() throws Exception {
         // the check path's roles on generational ZGC (pauses < 1 ms), returning idle memory after 30 s; the others G1
-        assertThat(options("limiter", "--id", "l1")).contains("-Xmx622m", "-XX:+UseZGC", "-XX:ZUncommitDelay=30",
+        assertThat(options("limiter", "--id", "l1")).contains("-Xmx622m", "-XX:+UseZGC", "-XX:ZCollectionInterval=15", "-XX:ZUncommitDelay=30",
                 "-XX:+ExitOnOutOfMemoryError").doesNotContain("-XX:+UseG1GC");
         assertThat(options("client")).contains("-XX:+UseZGC", "-XX:ZUncommitDelay=30");
         assertThat(options("observer")).contains("-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=30000", "-XX:MaxHeapFreeRatio=30");
