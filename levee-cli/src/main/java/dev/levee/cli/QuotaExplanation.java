@@ -109,6 +109,21 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         quota.put("rate", rq.quota().rate());
         quota.put("burst", rq.quota().burst());
         m.put("quota", quota);
+        boolean shadow = cfg.isShadow(rq);
+        m.put("mode", shadow ? "shadow" : "enforce");
+        if (shadow) {
+            ResolvedQuota enforced = cfg.resolveEnforced(c.resource(), c.key(), c.operation());
+            Map<String, Object> enf = null;
+            if (enforced != null) {
+                enf = new LinkedHashMap<>();
+                enf.put("level", enforced.level().label());
+                enf.put("entry", entry(cfg, c, enforced));
+                enf.put("limitKey", enforced.limitKey());
+                enf.put("rate", enforced.quota().rate());
+                enf.put("burst", enforced.quota().burst());
+            }
+            m.put("enforced", enf);
+        }
         m.put("g", g);
         Map<String, Object> per = new LinkedHashMap<>();
         per.put("rate", ratePerLimiter());
@@ -163,6 +178,19 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         out.printf("limit key   %s%n", dev.levee.runtime.LogText.escape(rq.limitKey()));
         out.printf(Locale.ROOT, "quota       rate %s/s for the group, burst %d per limiter%n", num(rq.quota().rate()),
                 rq.quota().burst());
+        if (cfg.isShadow(rq)) {
+            ResolvedQuota enforced = cfg.resolveEnforced(c.resource(), c.key(), c.operation());
+            out.println("mode        shadow: decided, logged and counted (would_reject), never refuses");
+            out.printf("shadow key  %s%n", dev.levee.runtime.LogText.escape("shadow:" + rq.limitKey()));
+            if (enforced == null) {
+                out.println("enforced    nothing: only shadow quotas apply, every request is admitted");
+            } else {
+                out.printf(Locale.ROOT, "enforced    %s: %s, key %s, rate %s/s, burst %d%n",
+                        enforced.level().label(), entry(cfg, c, enforced),
+                        dev.levee.runtime.LogText.escape(enforced.limitKey()), num(enforced.quota().rate()),
+                        enforced.quota().burst());
+            }
+        }
         if (limit == null) {
             out.println("per limiter none: no active limiter (every check answers failed, passed by the failure policy)");
         } else if (limit.blocked()) {

@@ -72,6 +72,40 @@ class QuotaExplainCommandTest {
     }
 
     @Test
+    void aShadowQuotaIsNamedWithTheQuotaThatEnforcesInstead() throws Exception {
+        Files.writeString(quotas, """
+                factor: 4
+                default: {rate: 1000, burst: 500}
+                resources:
+                  example-bucket:
+                    prefixes:
+                      - {prefix: "uploads/*", quota: {rate: 50, burst: 5, mode: shadow}}
+                  trial-bucket: {quota: {rate: 10, burst: 1, mode: shadow}}
+                """);
+        JsonNode x = json(explain("--json", "PUT", "s3://example-bucket/uploads/a.bin"));
+        assertThat(x.at("/match/level").asText()).isEqualTo("prefix");
+        assertThat(x.at("/mode").asText()).isEqualTo("shadow");
+        assertThat(x.at("/enforced/level").asText()).isEqualTo("default");
+        assertThat(x.at("/enforced/rate").asDouble()).isEqualTo(1000.0);
+        assertThat(json(explain("--json", "GET", "s3://example-bucket/other")).at("/mode").asText()).isEqualTo("enforce");
+
+        MainTest.Run text = explain("PUT", "s3://example-bucket/uploads/a.bin");
+        assertThat(text.out()).contains("mode        shadow: decided, logged and counted (would_reject), never refuses")
+                .contains("shadow key  shadow:prefix:example-bucket/uploads/*@uploads/a.bin")
+                .contains("enforced    default: default, key default:example-bucket, rate 1000/s, burst 500");
+        assertThat(text.out().lines().filter(l -> l.startsWith("mode ") || l.startsWith("enforced "))
+                .mapToInt(String::length).max().orElseThrow()).isLessThanOrEqualTo(80);
+        assertThat(explain("GET", "s3://trial-bucket/k").out()).contains("enforced    default: default");
+
+        Files.writeString(quotas, """
+                mode: shadow
+                default: {rate: 1000, burst: 500}
+                """);
+        assertThat(explain("GET", "s3://any-bucket/k").out())
+                .contains("enforced    nothing: only shadow quotas apply, every request is admitted");
+    }
+
+    @Test
     void aVirtualHostedRequestAsNginxSeesItAndAGroupGivenByHand() throws Exception {
         MainTest.Run r = explain("--base-domain", "s3.example", "--method", "POST", "--host", "example-bucket.s3.example",
                 "--uri", "/big.iso?uploads", "--limiters", "l1,l2,l3,l4,l5,l6");
