@@ -62,10 +62,13 @@ levee_expand_args() {
 
 # The options that make the JVM use Levee's AOT cache (scripts/aot-cache; JEP 483/515: classes and method profiles
 # from a training run) when the file exists and is not older than the jar it was made from, and LEVEE_JAVA_OPTS
-# does not choose its own (-XX:AOTCache, -XX:AOTMode, -Xshare). The JVM's own AOT messages are off: a cache that
-# does not fit this JVM is skipped silently, and the role runs as it would without one.
+# does not choose its own (-XX:AOTCache, -XX:AOTMode, -Xshare). A cache made under G1 does little for a ZGC JVM
+# (measured: docs/BENCHMARKS.md), so there is one per collector: CACHE for G1, CACHE's name with -zgc for ZGC,
+# chosen from the JVM options given as the third argument. The JVM's own AOT messages are off: a cache that does
+# not fit this JVM is skipped silently, and the role runs as it would without one.
 levee_aot_options() {
-  local cache="$1" jar="$2"
+  local cache="$1" jar="$2" jvm_opts="${3:-}"
+  case " $jvm_opts ${LEVEE_JAVA_OPTS:-} " in *" -XX:+UseZGC "*) cache="${cache%.aot}-zgc.aot" ;; esac
   [ -f "$cache" ] && [ ! "$jar" -nt "$cache" ] || return 0
   case " ${LEVEE_JAVA_OPTS:-} " in *" -XX:AOT"*|*" -Xshare"*) return 0 ;; esac
   echo "-XX:AOTCache=$cache -Xlog:aot*=off"

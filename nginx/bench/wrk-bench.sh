@@ -27,6 +27,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DURATION="${1:-15s}"
 CONNS="${2:-32}"
 WARMUP="${WARMUP:-20s}"
+CLIENT_JAVA_OPTS="${CLIENT_JAVA_OPTS:-}"   # set -u: "${X//%r/...}" of an unset X is an error
+LIMITER_JAVA_OPTS="${LIMITER_JAVA_OPTS:-}"
 NGINX="${LEVEE_NGINX:-$(command -v nginx || command -v openresty || echo /usr/sbin/nginx)}"
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 1; }
 [ -x "$NGINX" ] || { echo "nginx is not installed (apt-get install nginx libnginx-mod-http-lua)" >&2; exit 1; }
