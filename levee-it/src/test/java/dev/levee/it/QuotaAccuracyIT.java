@@ -151,9 +151,11 @@ class QuotaAccuracyIT {
                 r[0] / t, 100 * r[0] / (RATE * t), r[1], r[2], upper);
         assertThat(r[2]).as("checks failed").isZero();
         assertThat((double) r[0]).as("admitted ≤ rate × t + g × burst + g (SPEC §5)").isLessThanOrEqualTo(upper);
-        // the floor needs more than the rate offered; a machine that cannot offer it says so (test aborted, not passed)
-        org.junit.jupiter.api.Assumptions.assumeTrue(offered >= RATE * 1.02, String.format(
-                "this machine offered only %.0f checks/s through the stack, below the quota of %.0f/s: floor not tested",
+        // the floor needs load clearly over the rate in every second: closed loop at 1.02 x the rate on average
+        // (fresh-clone run, 2026-12-01: 5117/s offered) still dips below it in some seconds, on some group member,
+        // and that allowance is lost (94.1 % admitted). A machine that cannot offer 1.5 x says so (aborted, not passed)
+        org.junit.jupiter.api.Assumptions.assumeTrue(offered >= RATE * 1.5, String.format(
+                "this machine offered only %.0f checks/s through the stack, not 1.5 x the quota of %.0f/s: floor not tested",
                 offered, RATE));
         assertThat((double) r[0]).as("admitted ≥ 97 % of rate × t").isGreaterThanOrEqualTo(0.97 * RATE * t);
     }
