@@ -89,10 +89,14 @@ public final class LeveeClient implements AutoCloseable {
      * @param warnInterval least time between two warnings about a lasting degraded state — no limiter known
      *                     (every check fails, and passes by NGINX's or the gateway's failure policy) or the
      *                     observer unreachable (default 10 s, CLI {@code --warn-interval}; positive)
+     * @param wire         whether checks go over the check wire ({@link WireConnection}, {@code CheckWire}) to
+     *                     limiters that take it, rather than as HTTP requests (default true; CLI
+     *                     {@code --no-limiter-wire} turns it off); {@code maxInFlight} applies to HTTP only, and
+     *                     {@code maxBatch} caps the checks of one wire frame too
      */
     public record Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
                           List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
-                          Duration checkDeadline, Duration warnInterval) {
+                          Duration checkDeadline, Duration warnInterval, boolean wire) {
         /** Requests outstanding per limiter before checks are batched, by default: 4. */
         public static final int DEFAULT_MAX_IN_FLIGHT = 4;
         /** Checks per batch at most, by default: 256. */
@@ -131,6 +135,20 @@ public final class LeveeClient implements AutoCloseable {
                 throw new IllegalArgumentException("warning interval must be positive");
             }
             baseDomains = List.copyOf(baseDomains);
+        }
+
+        /** Settings with checks over the check wire where limiters take it. */
+        public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
+                       List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
+                       Duration checkDeadline, Duration warnInterval) {
+            this(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace, checkDeadline,
+                    warnInterval, true);
+        }
+
+        /** Returns these settings with the check wire on or off. */
+        public Options withWire(boolean on) {
+            return new Options(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace,
+                    checkDeadline, warnInterval, on);
         }
 
         /** Settings with the default warning interval (10 s). */
@@ -238,6 +256,8 @@ public final class LeveeClient implements AutoCloseable {
     private volatile String lastObserverError;
     private long refreshTimer = -1;
     private final io.vertx.core.Context context;
+    /** The socket channel class of the check wire's connections, fitting Vert.x's event loops. */
+    private final Class<? extends io.netty.channel.Channel> wireChannelClass;
     /** Whether the list in use is being kept against a newer one, and since when (ticker ns). */
     private volatile boolean held;
     private long heldSince;
@@ -252,6 +272,7 @@ public final class LeveeClient implements AutoCloseable {
         this.ticker = ticker;
         this.registry = registry;
         this.context = vertx.getOrCreateContext();
+        this.wireChannelClass = dev.levee.runtime.Http.socketChannelClass(vertx);
         io.micrometer.core.instrument.Gauge.builder("levee_client_list_held", this, c -> c.held ? 1 : 0)
                 .description("1 while the last limiter list is kept against a newer one (see levee_client_list_holds_total)")
                 .register(registry);
@@ -396,7 +417,13 @@ public final class LeveeClient implements AutoCloseable {
         for (Member m : v.limiters()) {
             listed.add(m.address());
         }
-        channels.keySet().retainAll(listed); // a dropped channel still finishes its own requests
+        for (var it = channels.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            if (!listed.contains(e.getKey())) {
+                e.getValue().retire(); // a dropped channel still finishes its own requests, then its wires close
+                it.remove();
+            }
+        }
     }
 
     /**
@@ -530,7 +557,7 @@ public final class LeveeClient implements AutoCloseable {
             beyond[k] = idx[k] >= g;
         }
         Promise<ClientDecision> promise = Promise.promise();
-        attempt(new Plan(c, order, beyond, g, now, promise), 0);
+        attempt(new Plan(c, order, beyond, g, now, promise, loopOf(Vertx.currentContext())), 0);
         return promise.future();
     }
 
@@ -552,6 +579,11 @@ public final class LeveeClient implements AutoCloseable {
             rankings.put(resource, r);
         }
         return r.ranked();
+    }
+
+    /** The event loop of a Vert.x context (the client's own when there is none): where a check's wire sends go. */
+    private io.netty.channel.EventLoop loopOf(io.vertx.core.Context c) {
+        return ((io.vertx.core.internal.ContextInternal) (c == null ? context : c)).nettyEventLoop();
     }
 
     /**
@@ -639,7 +671,7 @@ public final class LeveeClient implements AutoCloseable {
      * group, the group size sent with every attempt, and when the check started (ticker ns).
      */
     private record Plan(S3Classification c, Member[] order, boolean[] beyond, int g, long startedAt,
-                        Promise<ClientDecision> promise) {
+                        Promise<ClientDecision> promise, io.netty.channel.EventLoop loop) {
     }
 
     /**
@@ -751,6 +783,14 @@ public final class LeveeClient implements AutoCloseable {
         /** Request options by encoding (binary: +2) and form (batch: +1), built once: not one per request. */
         private final RequestOptions[] requests = new RequestOptions[4];
 
+        /**
+         * The check-wire connections of this limiter, one per event loop that sends checks (usually one: the client
+         * endpoint's). Touched only on its own loop.
+         */
+        private final Map<io.netty.channel.EventLoop, WireSlot> wires = new ConcurrentHashMap<>();
+        /** Set when the limiter answered the upgrade with anything but 101 (an older version): HTTP from then on. */
+        private volatile boolean noWire;
+
         Channel(String address, HostPort addr) {
             this.address = address;
             this.addr = addr;
@@ -763,6 +803,17 @@ public final class LeveeClient implements AutoCloseable {
         }
 
         void submit(Pending p) {
+            if (!noWire && options.wire()) {
+                io.netty.channel.EventLoop loop = p.plan().loop();
+                if (!loop.inEventLoop()) {
+                    loop.execute(() -> submit(p));
+                    return;
+                }
+                WireSlot slot = wires.computeIfAbsent(loop, WireSlot::new);
+                if (slot.send(p)) {
+                    return;
+                }
+            }
             boolean now;
             synchronized (this) {
                 now = inFlight < options.maxInFlight();
@@ -928,23 +979,149 @@ public final class LeveeClient implements AutoCloseable {
         private void answered(Pending p, LimiterAnswer a) {
             String r = a.result() == null ? "" : a.result();
             switch (r) {
-                case "accepted", "rejected" -> {
-                    boolean ok = r.equals("accepted");
-                    boolean spilled = p.plan().beyond()[p.i()];
-                    if (spilled) {
-                        count("spilled");
-                    }
-                    boolean wouldReject = "would_reject".equals(a.shadow());
-                    if (wouldReject) {
-                        count("would_reject"); // admitted (or refused by an enforced quota); the shadow quota refused
-                    }
-                    p.plan().promise().complete(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
-                            : ClientDecision.Result.REJECTED, ok ? 0 : Math.max(1, a.retryAfter()), a.remaining(),
-                            address, a.level(), a.limitKey(), p.plan().c(), p.i() + 1, a.rate(), a.burst(), a.reset(),
-                            wouldReject), null, spilled));
-                }
+                case "accepted", "rejected" -> decided(p, r.equals("accepted"), a.retryAfter(), a.remaining(), a.level(),
+                        a.limitKey(), a.rate(), a.burst(), a.reset(), "would_reject".equals(a.shadow()));
                 case "invalid" -> refused(p, "limiter refused the check: " + a.error());
                 default -> failed(List.of(p), new IllegalStateException("limiter answered '" + r + "'"));
+            }
+        }
+
+        /** A check's answer from the wire (the cursor holds it). */
+        private void answered(Pending p, BinaryChecks.AnswerCursor a) {
+            switch (a.result) {
+                case BinaryChecks.ACCEPTED, BinaryChecks.REJECTED -> decided(p, a.result == BinaryChecks.ACCEPTED,
+                        a.retryAfter, a.remaining, a.level, a.limitKey, a.rate, a.burst, a.reset,
+                        a.shadow == BinaryChecks.SHADOW_WOULD_REJECT);
+                case BinaryChecks.INVALID -> refused(p, "limiter refused the check: " + a.error);
+                default -> failed(List.of(p), new IllegalStateException("limiter answered 'failed'"));
+            }
+        }
+
+        private void decided(Pending p, boolean ok, long retryAfter, long remaining, String level, String limitKey,
+                             double rate, int burst, long reset, boolean wouldReject) {
+            boolean spilled = p.plan().beyond()[p.i()];
+            if (spilled) {
+                count("spilled");
+            }
+            if (wouldReject) {
+                count("would_reject"); // admitted (or refused by an enforced quota); the shadow quota refused
+            }
+            p.plan().promise().complete(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
+                    : ClientDecision.Result.REJECTED, ok ? 0 : Math.max(1, retryAfter), remaining,
+                    address, level, limitKey, p.plan().c(), p.i() + 1, rate, burst, reset,
+                    wouldReject), null, spilled));
+        }
+
+        /** Ends this channel's wire connections once their outstanding checks are answered (the limiter left the list). */
+        void retire() {
+            for (WireSlot slot : wires.values()) {
+                slot.loop.execute(slot::retire);
+            }
+        }
+
+        /** Closes this channel's wire connections at once; their outstanding checks fail over (or fail: stopped). */
+        void closeWires(Throwable cause) {
+            for (WireSlot slot : wires.values()) {
+                slot.loop.execute(() -> slot.close(cause));
+            }
+        }
+
+        /**
+         * The check-wire connection of this limiter on one event loop ({@link WireConnection}): sends while it is
+         * up; otherwise starts connecting (at most one attempt at a time, and after a failure not before
+         * {@code backoff} has passed) and the check goes over HTTP meanwhile.
+         */
+        private final class WireSlot implements WireConnection.Peer<Pending> {
+            final io.netty.channel.EventLoop loop;
+            private WireConnection<Pending> wire;
+            private boolean connecting;
+            private boolean retired;
+            private long retryAt;
+
+            WireSlot(io.netty.channel.EventLoop loop) {
+                this.loop = loop;
+                this.retryAt = ticker.read();
+            }
+
+            /** Sends over the wire; false: send it over HTTP. On {@link #loop}. */
+            boolean send(Pending p) {
+                if (wire != null && wire.send(p)) {
+                    return true;
+                }
+                if (wire == null && !connecting && !noWire && !retired && !stopped && ticker.read() - retryAt >= 0) {
+                    connecting = true;
+                    WireConnection.connect(this, loop, wireChannelClass, addr, ticker, options.checkTimeout(),
+                            options.maxBatch()).addListener(f -> {
+                                connecting = false;
+                                if (f.isSuccess()) {
+                                    @SuppressWarnings("unchecked")
+                                    WireConnection<Pending> w = (WireConnection<Pending>) f.getNow();
+                                    if (retired || stopped) {
+                                        w.close(new IllegalStateException("levee-client is stopped"));
+                                    } else {
+                                        wire = w;
+                                    }
+                                } else {
+                                    retryAt = ticker.read() + options.backoff().toNanos();
+                                    LOG.debug("check wire to {} not up: {}", addr, f.cause().toString());
+                                }
+                            });
+                }
+                return false;
+            }
+
+            void retire() {
+                retired = true;
+                if (wire != null) {
+                    wire.retire();
+                }
+            }
+
+            void close(Throwable cause) {
+                retired = true;
+                if (wire != null) {
+                    wire.close(cause);
+                }
+            }
+
+            @Override
+            public int size(Pending p) {
+                return p.size(true);
+            }
+
+            @Override
+            public void write(Pending p, io.netty.buffer.ByteBuf frame) {
+                S3Classification c = p.plan().c();
+                BinaryChecks.writeCheck(frame, c.resource(), c.key(), c.operation().name(), p.plan().g());
+            }
+
+            @Override
+            public void answered(Pending p, BinaryChecks.AnswerCursor answer) {
+                backedOffUntil.remove(address);
+                Channel.this.answered(p, answer);
+            }
+
+            @Override
+            public void failed(List<Pending> checks, Throwable cause) {
+                Channel.this.failed(checks, cause);
+            }
+
+            @Override
+            public void closed(WireConnection<Pending> connection, boolean clean) {
+                if (wire == connection) {
+                    wire = null;
+                }
+                // after a failure not at once again; an idle connection the limiter closed comes back with the next check
+                retryAt = clean ? ticker.read() : ticker.read() + options.backoff().toNanos();
+            }
+
+            @Override
+            public void noWire(int status) {
+                if (!noWire) {
+                    noWire = true;
+                    LOG.info("limiter {} does not take the check wire (upgrade answered HTTP {}): HTTP from now on",
+                            addr, status);
+                }
             }
         }
 
@@ -1058,6 +1235,10 @@ public final class LeveeClient implements AutoCloseable {
         stopped = true;
         if (refreshTimer >= 0) {
             vertx.cancelTimer(refreshTimer);
+        }
+        IllegalStateException why = new IllegalStateException("levee-client is stopped");
+        for (Channel ch : channels.values()) {
+            ch.closeWires(why);
         }
         return http.close();
     }

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The check encoding levee-client speaks to a limiter (issue 12): JSON until the limiter's answer lists the
  * binary type in {@code Accept-Post}, binary from then on; JSON again, for good, when a binary body is
- * refused with an answer that is not binary (the limiter at that address became an older one).
+ * refused with an answer that is not binary (the limiter at that address became an older one). With the check wire
+ * off: the wire is {@link WireTest}'s.
  */
 class BinaryEncodingTest {
 
@@ -76,7 +77,7 @@ class BinaryEncodingTest {
         HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
                 .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
         return LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                        Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()),
+                        Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()).withWire(false),
                 SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
     }
 

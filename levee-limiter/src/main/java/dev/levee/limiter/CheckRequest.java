@@ -43,11 +43,29 @@ public record CheckRequest(String resource, String key, String operation, Intege
         if (tooLong(key)) {
             throw new IllegalArgumentException("field 'key' is longer than " + MAX_BYTES + " bytes");
         }
+        checkGroup(g, factor);
+        return operation(operation);
+    }
+
+    /**
+     * Checks a group size against the factor.
+     *
+     * @throws IllegalArgumentException naming the field
+     */
+    static void checkGroup(int g, int factor) {
         if (g < 1 || g > factor) {
             throw new IllegalArgumentException("field 'g' must be between 1 and the factor " + factor + ", got " + g);
         }
-        return S3Operation.byName(operation).orElseThrow(
-                () -> new IllegalArgumentException("field 'operation': unknown operation '" + operation + "'"));
+    }
+
+    /**
+     * Returns the operation of a name.
+     *
+     * @throws IllegalArgumentException naming the field when the name is not an operation Levee knows
+     */
+    static S3Operation operation(String name) {
+        return S3Operation.byName(name).orElseThrow(
+                () -> new IllegalArgumentException("field 'operation': unknown operation '" + name + "'"));
     }
 
     private static boolean tooLong(String s) {

@@ -9,6 +9,7 @@ import dev.levee.config.QuotaSource;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
 import dev.levee.runtime.BinaryChecks;
+import dev.levee.runtime.CheckWire;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Http;
 import dev.levee.runtime.Json;
@@ -372,7 +373,10 @@ public final class LimiterService implements AutoCloseable {
             req.response().putHeader(io.vertx.core.http.HttpHeaders.CONNECTION, io.vertx.core.http.HttpHeaders.CLOSE);
         }
         String path = req.path();
-        if (path.startsWith("/v1/check") && req.method() == HttpMethod.POST
+        if (path.equals(CheckWire.PATH) && req.method() == HttpMethod.GET && req.headers().contains(
+                io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL, true)) {
+            upgradeToWire(req);
+        } else if (path.startsWith("/v1/check") && req.method() == HttpMethod.POST
                 && BinaryChecks.isBinary(req.getHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE))
                 && (path.length() == 9 || path.equals("/v1/checks"))) {
             boolean one = path.length() == 9;
@@ -400,6 +404,33 @@ public final class LimiterService implements AutoCloseable {
         } else {
             Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + LogText.escape(path, 200));
         }
+    }
+
+    /**
+     * Upgrades a connection to the check wire ({@link CheckWire}): 101, then the connection's reads go to a
+     * {@link WireHandler} (frames in, answers out) and a stop sends GOAWAY on it. A stopping limiter answers 503.
+     */
+    private void upgradeToWire(HttpServerRequest req) {
+        if (stopping) {
+            Http.error(req.response(), 503, "limiter " + options.id() + " is stopping");
+            return;
+        }
+        req.response().putHeader(io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL)
+                .putHeader(io.vertx.core.http.HttpHeaders.CONNECTION, io.vertx.core.http.HttpHeaders.UPGRADE);
+        req.toNetSocket().onComplete(ar -> {
+            if (ar.failed()) {
+                LOG.debug("check wire upgrade from {} failed: {}", req.remoteAddress(), ar.cause().toString());
+                return;
+            }
+            io.vertx.core.internal.net.NetSocketInternal so = (io.vertx.core.internal.net.NetSocketInternal) ar.result();
+            io.netty.channel.ChannelPipeline pipeline = so.channelHandlerContext().pipeline();
+            WireHandler wire = new WireHandler(this);
+            pipeline.addBefore("handler", "levee-frames", CheckWire.frameDecoder());
+            pipeline.addBefore("handler", "levee-wire", wire);
+            io.netty.channel.ChannelHandlerContext ctx = pipeline.context(wire);
+            // graceful stop: GOAWAY; Vert.x closes the connection once the client closed it, or at the timeout
+            so.shutdownHandler(timeout -> wire.goAway(ctx));
+        });
     }
 
     private void check(HttpServerRequest req, byte[] body) {
@@ -484,12 +515,14 @@ public final class LimiterService implements AutoCloseable {
      * well-formed binary body → 400 with a JSON error naming what is wrong, and nothing is decided.
      */
     private void checkBinary(HttpServerRequest req, byte[] body, boolean one) {
-        BinaryChecks.Checks in;
         QuotaConfig cfg = config.current(); // one snapshot for the whole body
+        BinaryChecks.CheckCursor in = new BinaryChecks.CheckCursor();
+        io.netty.buffer.ByteBuf b = io.netty.buffer.Unpooled.wrappedBuffer(body);
+        int n;
         try {
-            in = BinaryChecks.readChecks(body);
-            if (one && in.count() != 1) {
-                throw new IllegalArgumentException("POST /v1/check takes one check, got " + in.count()
+            n = in.validate(b);
+            if (one && n != 1) {
+                throw new IllegalArgumentException("POST /v1/check takes one check, got " + n
                         + " (several go to /v1/checks)");
             }
         } catch (IllegalArgumentException e) {
@@ -497,51 +530,102 @@ public final class LimiterService implements AutoCloseable {
             Http.error(req.response(), 400, e.getMessage());
             return;
         }
-        int n = in.count();
-        if (!one && !WARMUP_RESOURCE.equals(in.resources()[0])) {
-            batchSizes.record(n);
-        }
         io.netty.buffer.ByteBuf out = BinaryChecks.start(in.version(), n, 8 + n * 88);
-        int status = 200;
-        long retryAfter = 0;
-        for (int i = 0; i < n; i++) {
-            CheckRequest c = new CheckRequest(in.resources()[i], in.keys()[i], in.operations()[i], in.g()[i]);
-            S3Operation op;
-            try {
-                op = c.validate(cfg.factor());
-            } catch (IllegalArgumentException e) {
-                count("invalid", "none");
-                BinaryChecks.writeInvalid(out, e.getMessage());
-                status = 400;
-                continue;
-            }
-            try {
-                CheckResponse d = decide(cfg, c.resource(), c.key(), op, c.g());
-                boolean ok = d.result().equals("accepted");
-                BinaryChecks.writeDecision(out, in.version(), ok, d.level(), d.limitKey(), d.remaining(), d.retryAfter(),
-                        d.shadow() == null ? BinaryChecks.SHADOW_NONE : d.shadow().equals(CheckResponse.WOULD_REJECT)
-                                ? BinaryChecks.SHADOW_WOULD_REJECT : BinaryChecks.SHADOW_ACCEPTED,
-                        d.rate(), d.burst(), d.reset());
-                status = ok ? 200 : 429;
-                retryAfter = d.retryAfter();
-            } catch (RuntimeException e) {
-                count("failed", "none");
-                LOG.error("decision failed resource={} key={} op={}", LogText.escape(c.resource()),
-                        LogText.escape(c.key()), op, e);
-                BinaryChecks.writeFailed(out);
-                status = 500;
-            }
-        }
+        Last last = new Last();
+        decideAll(cfg, in, n, !one, out, last);
         var resp = req.response();
         if (resp.ended() || resp.closed()) {
             out.release();
             return;
         }
-        if (one && status == 429) {
-            resp.putHeader(RETRY_AFTER, Long.toString(retryAfter));
+        if (one && last.status == 429) {
+            resp.putHeader(RETRY_AFTER, Long.toString(last.retryAfter));
         }
-        resp.setStatusCode(one ? status : 200).putHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, BINARY)
+        resp.setStatusCode(one ? last.status : 200).putHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE, BINARY)
                 .end(BinaryChecks.toBuffer(out));
+    }
+
+    /** The status and Retry-After of the last check of a body, for the answer to a single binary check. */
+    private static final class Last {
+        int status = 200;
+        long retryAfter;
+    }
+
+    /**
+     * Decides one CHECKS frame of the check wire ({@link WireHandler}): reads the body through once (a malformed
+     * body is refused before any of its checks is decided), then decides each check in order and appends the
+     * answer body (the frame's version, count, one answer per check) to {@code out}.
+     *
+     * @param body the frame's body, at its reader index
+     * @param in   the connection's cursor
+     * @param out  where the answers go
+     * @throws IllegalArgumentException naming what is wrong when the body is not a well-formed check body
+     */
+    void decideFrame(io.netty.buffer.ByteBuf body, BinaryChecks.CheckCursor in, io.netty.buffer.ByteBuf out) {
+        QuotaConfig cfg = config.current(); // one snapshot for the whole frame
+        int n = in.validate(body);
+        out.writeByte(in.version());
+        out.writeShort(n);
+        decideAll(cfg, in, n, true, out, null);
+    }
+
+    /** Counts a wire frame that could not be read (the connection is closed). */
+    void countInvalidFrame() {
+        count("invalid", "none");
+    }
+
+    /**
+     * Decides the {@code n} checks of a validated body in order and appends one binary answer each: an invalid
+     * check (unknown operation, group size above the factor) gets an invalid answer and the others are decided.
+     *
+     * @param batch whether to record the batch size ({@code levee_limiter_batch_checks})
+     * @param last  where the status and Retry-After of the last check go (single-check HTTP answers), or null
+     */
+    private void decideAll(QuotaConfig cfg, BinaryChecks.CheckCursor in, int n, boolean batch,
+                           io.netty.buffer.ByteBuf out, Last last) {
+        int version = in.version();
+        boolean counted = false;
+        for (int i = 0; i < n; i++) {
+            in.next();
+            if (batch && !counted) {
+                counted = true;
+                if (!WARMUP_RESOURCE.equals(in.resource)) {
+                    batchSizes.record(n);
+                }
+            }
+            S3Operation op;
+            try {
+                CheckRequest.checkGroup(in.g, cfg.factor());
+                op = in.operation != null ? in.operation : CheckRequest.operation(in.operationName());
+            } catch (IllegalArgumentException e) {
+                count("invalid", "none");
+                BinaryChecks.writeInvalid(out, e.getMessage());
+                if (last != null) {
+                    last.status = 400;
+                }
+                continue;
+            }
+            try {
+                CheckResponse d = decide(cfg, in.resource, in.key, op, in.g);
+                boolean ok = d.result().equals("accepted");
+                BinaryChecks.writeDecision(out, version, ok, d.level(), d.limitKey(), d.remaining(), d.retryAfter(),
+                        d.shadow() == null ? BinaryChecks.SHADOW_NONE : d.shadow().equals(CheckResponse.WOULD_REJECT)
+                                ? BinaryChecks.SHADOW_WOULD_REJECT : BinaryChecks.SHADOW_ACCEPTED,
+                        d.rate(), d.burst(), d.reset());
+                if (last != null) {
+                    last.status = ok ? 200 : 429;
+                    last.retryAfter = d.retryAfter();
+                }
+            } catch (RuntimeException e) {
+                count("failed", "none");
+                LOG.error("decision failed resource={} key={} op={}", LogText.escape(in.resource),
+                        LogText.escape(in.key), op, e);
+                BinaryChecks.writeFailed(out);
+                if (last != null) {
+                    last.status = 500;
+                }
+            }
+        }
     }
 
     /**

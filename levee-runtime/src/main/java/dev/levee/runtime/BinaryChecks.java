@@ -3,9 +3,9 @@ package dev.levee.runtime;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import io.netty.util.ByteProcessor;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.internal.buffer.BufferInternal;
-import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
@@ -227,20 +227,194 @@ public final class BinaryChecks {
      * @throws IllegalArgumentException naming what is wrong (SPEC: strict input)
      */
     public static Checks readChecks(byte[] body) {
-        Reader r = new Reader(body);
-        int n = r.header("check");
+        CheckCursor c = new CheckCursor();
+        int n = c.begin(Unpooled.wrappedBuffer(body));
         String[] resources = new String[n];
         String[] keys = new String[n];
         String[] ops = new String[n];
         int[] g = new int[n];
         for (int i = 0; i < n; i++) {
-            resources[i] = r.string(r.u16("resource", i), MAX_NAME_BYTES, "resource", i);
-            keys[i] = r.string(r.u16("key", i), MAX_NAME_BYTES, "key", i);
-            ops[i] = r.string(r.u8("operation", i), MAX_OPERATION_BYTES, "operation", i);
-            g[i] = r.u16("g", i);
+            c.next();
+            resources[i] = c.resource;
+            keys[i] = c.key;
+            ops[i] = c.operationName();
+            g[i] = c.g;
         }
-        r.end();
-        return new Checks(body[0], resources, keys, ops, g);
+        c.end();
+        return new Checks(c.version(), resources, keys, ops, g);
+    }
+
+    /**
+     * Reads the checks of a request body one at a time, without an array or record per body: the reader of the
+     * limiter's check wire ({@link CheckWire}), also behind {@link #readChecks(byte[])}. After {@link #next()} the
+     * fields hold the check just read. A cursor keeps the last few resource names it decoded and hands out the
+     * same {@code String} when a resource repeats (consecutive checks mostly name the same buckets). Not
+     * thread-safe: one per connection or thread.
+     */
+    public static final class CheckCursor {
+        /** The resource of the check read last. */
+        public String resource;
+        /** The key of the check read last. */
+        public String key;
+        /** Its operation, or null when the name is not an operation Levee knows ({@link #operationName()}). */
+        public dev.levee.core.S3Operation operation;
+        /** Its group size as sent (validated by the limiter against the factor). */
+        public int g;
+        private final Reader r = new Reader();
+        private int count;
+        private int index;
+        private int opStart;
+        private int opLength;
+        /** Recently decoded resource names, most recent at {@code recent[next - 1]}: a ring of 8. */
+        private final String[] recent = new String[8];
+        private int next;
+
+        /**
+         * Starts reading a body from its reader index to its writer index (the buffer's indexes are not moved).
+         *
+         * @return how many checks it holds, 1–{@value #MAX_CHECKS}
+         * @throws IllegalArgumentException when the header is malformed
+         */
+        public int begin(ByteBuf body) {
+            r.reset(body);
+            count = r.header("check");
+            index = 0;
+            return count;
+        }
+
+        /**
+         * Reads a body through once without decoding its names (only a name that is not ASCII is decoded, to check
+         * its UTF-8), then starts it again as {@link #begin} does: a body that is not well formed is refused before
+         * any of its checks is read for real (and decided).
+         *
+         * @return how many checks it holds
+         * @throws IllegalArgumentException naming what is wrong
+         */
+        public int validate(ByteBuf body) {
+            int n = begin(body);
+            int first = r.pos;
+            for (int i = 0; i < n; i++) {
+                skipName(r.u16("resource", i), MAX_NAME_BYTES, "resource", i);
+                skipName(r.u16("key", i), MAX_NAME_BYTES, "key", i);
+                int op = r.u8("operation", i);
+                if (op > MAX_OPERATION_BYTES) {
+                    throw new IllegalArgumentException(Reader.where("operation", i) + " is longer than "
+                            + MAX_OPERATION_BYTES + " bytes");
+                }
+                r.need(op, "operation", i);
+                r.pos += op;
+                r.u16("g", i);
+            }
+            r.end();
+            r.pos = first;
+            return n;
+        }
+
+        private void skipName(int n, int max, String field, int i) {
+            if (n > max) {
+                throw new IllegalArgumentException(Reader.where(field, i) + " is longer than " + max + " bytes");
+            }
+            r.need(n, field, i);
+            if (r.b.forEachByte(r.pos, n, ASCII) < 0) {
+                r.pos += n;
+            } else {
+                r.string(n, max, field, i); // checks the UTF-8 (rare: a name that is not ASCII)
+            }
+        }
+
+        /** Returns the version byte of the body (1 or 2). */
+        public int version() {
+            return r.version;
+        }
+
+        /**
+         * Reads the next check.
+         *
+         * @throws IllegalArgumentException when it is malformed (a length past the end, a name too long or not
+         *                                  UTF-8); the rest of the body cannot be read then
+         */
+        public void next() {
+            int i = index++;
+            int n = r.u16("resource", i);
+            resource = cachedResource(n, i);
+            key = r.string(r.u16("key", i), MAX_NAME_BYTES, "key", i);
+            opLength = r.u8("operation", i);
+            if (opLength > MAX_OPERATION_BYTES) {
+                throw new IllegalArgumentException(Reader.where("operation", i) + " is longer than "
+                        + MAX_OPERATION_BYTES + " bytes");
+            }
+            r.need(opLength, "operation", i);
+            opStart = r.pos;
+            r.pos += opLength;
+            operation = operation(r.b, opStart, opLength);
+            g = r.u16("g", i);
+        }
+
+        /** Returns the operation's name as sent (a new string only when it is not a known operation). */
+        public String operationName() {
+            if (operation != null) {
+                return operation.name();
+            }
+            return r.b.toString(opStart, opLength, StandardCharsets.UTF_8);
+        }
+
+        /**
+         * Checks that nothing follows the last check.
+         *
+         * @throws IllegalArgumentException naming the bytes left
+         */
+        public void end() {
+            r.end();
+        }
+
+        private String cachedResource(int n, int i) {
+            if (n > MAX_NAME_BYTES) {
+                throw new IllegalArgumentException(Reader.where("resource", i) + " is longer than " + MAX_NAME_BYTES
+                        + " bytes");
+            }
+            r.need(n, "resource", i);
+            for (int k = 1; k <= recent.length; k++) {
+                String s = recent[(next - k) & (recent.length - 1)];
+                if (s != null && r.matchesLatin(s, n)) {
+                    r.pos += n;
+                    return s;
+                }
+            }
+            String s = r.string(n, MAX_NAME_BYTES, "resource", i);
+            recent[next++ & (recent.length - 1)] = s;
+            return s;
+        }
+    }
+
+    /** Operations by the length of their name, for a lookup from bytes without a string. */
+    private static final dev.levee.core.S3Operation[][] OPERATIONS_BY_LENGTH = byLength();
+
+    private static dev.levee.core.S3Operation[][] byLength() {
+        dev.levee.core.S3Operation[][] out = new dev.levee.core.S3Operation[MAX_OPERATION_BYTES + 1][];
+        for (int n = 0; n <= MAX_OPERATION_BYTES; n++) {
+            final int len = n;
+            out[n] = java.util.Arrays.stream(dev.levee.core.S3Operation.values()).filter(o -> o.name().length() == len)
+                    .toArray(dev.levee.core.S3Operation[]::new);
+        }
+        return out;
+    }
+
+    /** The operation whose name is the ASCII bytes {@code b[start, start + n)}, or null. */
+    static dev.levee.core.S3Operation operation(ByteBuf b, int start, int n) {
+        if (n > MAX_OPERATION_BYTES) {
+            return null;
+        }
+        next:
+        for (dev.levee.core.S3Operation o : OPERATIONS_BY_LENGTH[n]) {
+            String name = o.name();
+            for (int k = 0; k < n; k++) {
+                if (b.getByte(start + k) != name.charAt(k)) {
+                    continue next;
+                }
+            }
+            return o;
+        }
+        return null;
     }
 
     /**
@@ -249,43 +423,146 @@ public final class BinaryChecks {
      * @throws IllegalArgumentException naming what is wrong
      */
     public static Answer[] readAnswers(byte[] body, int expected) {
-        Reader r = new Reader(body);
-        int n = r.header("answer");
+        AnswerCursor c = new AnswerCursor();
+        int n = c.begin(Unpooled.wrappedBuffer(body));
         if (n != expected) {
             throw new IllegalArgumentException(n + " answers for " + expected + " checks");
         }
         Answer[] out = new Answer[n];
         for (int i = 0; i < n; i++) {
-            int result = r.u8("result", i);
-            switch (result) {
-                case ACCEPTED, REJECTED -> {
-                    String level = level(r, r.u8("level", i), i);
-                    String limitKey = r.string(r.u16("limit key", i), 0xFFFF, "limit key", i);
-                    long remaining = r.i64("remaining", i);
-                    long retry = r.i64("retry after", i);
-                    if (r.version < 2) {
-                        out[i] = new Answer((byte) result, level.isEmpty() ? null : level,
-                                limitKey.isEmpty() ? null : limitKey, remaining, retry, null);
-                        break;
-                    }
-                    int shadow = r.u8("shadow", i);
-                    if (shadow > SHADOW_WOULD_REJECT) {
-                        throw new IllegalArgumentException("answer " + i + ": unknown shadow code " + shadow);
-                    }
-                    double rate = Double.longBitsToDouble(r.i64("rate", i));
-                    int burst = r.i32("burst", i);
-                    long reset = r.i64("reset", i);
-                    out[i] = new Answer((byte) result, level.isEmpty() ? null : level,
-                            limitKey.isEmpty() ? null : limitKey, remaining, retry, null, (byte) shadow, rate, burst, reset);
-                }
-                case FAILED -> out[i] = new Answer(FAILED, null, null, 0, 0, null);
-                case INVALID -> out[i] = new Answer(INVALID, null, null, 0, 0,
-                        r.string(r.u16("error", i), 0xFFFF, "error", i));
-                default -> throw new IllegalArgumentException("answer " + i + ": unknown result code " + result);
-            }
+            c.next();
+            out[i] = switch (c.result) {
+                case ACCEPTED, REJECTED -> c.version() < 2
+                        ? new Answer(c.result, c.level, c.limitKey, c.remaining, c.retryAfter, null)
+                        : new Answer(c.result, c.level, c.limitKey, c.remaining, c.retryAfter, null, c.shadow, c.rate,
+                                c.burst, c.reset);
+                case FAILED -> new Answer(FAILED, null, null, 0, 0, null);
+                default -> new Answer(INVALID, null, null, 0, 0, c.error);
+            };
         }
-        r.end();
+        c.end();
         return out;
+    }
+
+    /**
+     * Reads the answers of an answer body one at a time (levee-client's reader of the check wire, also behind
+     * {@link #readAnswers(byte[], int)}). After {@link #next()} the fields hold the answer just read: for accepted
+     * and rejected the level (one of the shared level labels, or null when no enforced quota applied), limit key
+     * (null likewise), remaining, retry after and, in version 2, shadow, rate, burst and reset; for invalid the
+     * error. A cursor keeps the last few limit keys it decoded and hands out the same {@code String} when one
+     * repeats. Not thread-safe.
+     */
+    public static final class AnswerCursor {
+        /** {@link #ACCEPTED}, {@link #REJECTED}, {@link #FAILED} or {@link #INVALID}. */
+        public byte result;
+        /** The enforced quota's level label, or null. */
+        public String level;
+        /** Its limit key, or null. */
+        public String limitKey;
+        /** Requests left in the burst after an admission. */
+        public long remaining;
+        /** Seconds to wait after a refusal. */
+        public long retryAfter;
+        /** Why the check was invalid, or null. */
+        public String error;
+        /** The shadow byte ({@link #SHADOW_NONE} in version 1). */
+        public byte shadow;
+        /** The enforced quota's rate (0 in version 1). */
+        public double rate;
+        /** Its burst (0 in version 1). */
+        public int burst;
+        /** Seconds until the allowance is whole again (0 in version 1). */
+        public long reset;
+        private final Reader r = new Reader();
+        private int index;
+        private final String[] recent = new String[8];
+        private int next;
+
+        /**
+         * Starts reading a body from its reader index to its writer index (the indexes are not moved).
+         *
+         * @return how many answers it holds
+         * @throws IllegalArgumentException when the header is malformed
+         */
+        public int begin(ByteBuf body) {
+            r.reset(body);
+            index = 0;
+            return r.header("answer");
+        }
+
+        /** Returns the version byte of the body. */
+        public int version() {
+            return r.version;
+        }
+
+        /**
+         * Reads the next answer.
+         *
+         * @throws IllegalArgumentException when it is malformed
+         */
+        public void next() {
+            int i = index++;
+            level = null;
+            limitKey = null;
+            error = null;
+            remaining = 0;
+            retryAfter = 0;
+            shadow = SHADOW_NONE;
+            rate = 0;
+            burst = 0;
+            reset = 0;
+            int code = r.u8("result", i);
+            switch (code) {
+                case ACCEPTED, REJECTED -> {
+                    String l = level(r, r.u8("level", i), i);
+                    level = l.isEmpty() ? null : l;
+                    limitKey = limitKey(r.u16("limit key", i), i);
+                    remaining = r.i64("remaining", i);
+                    retryAfter = r.i64("retry after", i);
+                    if (r.version >= 2) {
+                        int s = r.u8("shadow", i);
+                        if (s > SHADOW_WOULD_REJECT) {
+                            throw new IllegalArgumentException("answer " + i + ": unknown shadow code " + s);
+                        }
+                        shadow = (byte) s;
+                        rate = Double.longBitsToDouble(r.i64("rate", i));
+                        burst = r.i32("burst", i);
+                        reset = r.i64("reset", i);
+                    }
+                }
+                case FAILED -> {
+                }
+                case INVALID -> error = r.string(r.u16("error", i), 0xFFFF, "error", i);
+                default -> throw new IllegalArgumentException("answer " + i + ": unknown result code " + code);
+            }
+            result = (byte) code;
+        }
+
+        /**
+         * Checks that nothing follows the last answer.
+         *
+         * @throws IllegalArgumentException naming the bytes left
+         */
+        public void end() {
+            r.end();
+        }
+
+        private String limitKey(int n, int i) {
+            if (n == 0) {
+                return null;
+            }
+            r.need(n, "limit key", i);
+            for (int k = 1; k <= recent.length; k++) {
+                String s = recent[(next - k) & (recent.length - 1)];
+                if (s != null && r.matchesLatin(s, n)) {
+                    r.pos += n;
+                    return s;
+                }
+            }
+            String s = r.string(n, 0xFFFF, "limit key", i);
+            recent[next++ & (recent.length - 1)] = s;
+            return s;
+        }
     }
 
     /** The quota level labels, shared instead of one new string per answer. */
@@ -293,7 +570,7 @@ public final class BinaryChecks {
 
     private static String level(Reader r, int n, int i) {
         for (String l : LEVELS) {
-            if (l.length() == n && r.matches(l)) {
+            if (l.length() == n && r.matchesLatin(l, n)) {
                 r.pos += n;
                 return l;
             }
@@ -301,25 +578,35 @@ public final class BinaryChecks {
         return r.string(n, 255, "level", i);
     }
 
+    /** Goes on while a byte is ASCII: {@code forEachByte} returns the index of the first byte that is not, or -1. */
+    private static final ByteProcessor ASCII = value -> value >= 0;
+
+    /** Reads big-endian fields from a body between its reader index and its writer index, by absolute index. */
     private static final class Reader {
-        final byte[] b;
+        ByteBuf b;
         int pos;
+        int limit;
+        int length;
         int version;
 
-        Reader(byte[] b) {
-            this.b = b;
+        void reset(ByteBuf body) {
+            b = body;
+            pos = body.readerIndex();
+            limit = body.writerIndex();
+            length = limit - pos;
         }
 
         int header(String what) {
-            if (b.length < 3) {
-                throw new IllegalArgumentException("binary body of " + b.length + " bytes: too short for its header");
+            if (length < 3) {
+                throw new IllegalArgumentException("binary body of " + length + " bytes: too short for its header");
             }
-            if (b[0] != VERSION && b[0] != VERSION_1) {
-                throw new IllegalArgumentException("binary body version " + (b[0] & 0xFF) + " is not " + VERSION_1
+            int v = b.getByte(pos);
+            if (v != VERSION && v != VERSION_1) {
+                throw new IllegalArgumentException("binary body version " + (v & 0xFF) + " is not " + VERSION_1
                         + " or " + VERSION);
             }
-            version = b[0];
-            pos = 1;
+            version = v;
+            pos++;
             int n = u16(what + " count", -1);
             if (n < 1 || n > MAX_CHECKS) {
                 throw new IllegalArgumentException(what + " count " + n + " is not between 1 and " + MAX_CHECKS);
@@ -327,31 +614,28 @@ public final class BinaryChecks {
             return n;
         }
 
-        private void need(int n, String field, int i) {
-            if (b.length - pos < n) {
-                throw new IllegalArgumentException(where(field, i) + " runs past the end of the body (" + b.length
+        void need(int n, String field, int i) {
+            if (limit - pos < n) {
+                throw new IllegalArgumentException(where(field, i) + " runs past the end of the body (" + length
                         + " bytes)");
             }
         }
 
         int u8(String field, int i) {
             need(1, field, i);
-            return b[pos++] & 0xFF;
+            return b.getUnsignedByte(pos++);
         }
 
         int u16(String field, int i) {
             need(2, field, i);
-            int v = (b[pos] & 0xFF) << 8 | b[pos + 1] & 0xFF;
+            int v = b.getUnsignedShort(pos);
             pos += 2;
             return v;
         }
 
         long i64(String field, int i) {
             need(8, field, i);
-            long v = 0;
-            for (int k = 0; k < 8; k++) {
-                v = v << 8 | b[pos + k] & 0xFF;
-            }
+            long v = b.getLong(pos);
             pos += 8;
             return v;
         }
@@ -359,17 +643,18 @@ public final class BinaryChecks {
         /** Reads a big-endian i32. */
         int i32(String field, int i) {
             need(4, field, i);
-            int v = (b[pos] & 0xFF) << 24 | (b[pos + 1] & 0xFF) << 16 | (b[pos + 2] & 0xFF) << 8 | b[pos + 3] & 0xFF;
+            int v = b.getInt(pos);
             pos += 4;
             return v;
         }
 
-        boolean matches(String ascii) {
-            if (b.length - pos < ascii.length()) {
+        /** Whether the next {@code n} bytes are the characters of {@code s}, each below 256 (no bounds check). */
+        boolean matchesLatin(String s, int n) {
+            if (s.length() != n || limit - pos < n) {
                 return false;
             }
-            for (int k = 0; k < ascii.length(); k++) {
-                if (b[pos + k] != ascii.charAt(k)) {
+            for (int k = 0; k < n; k++) {
+                if ((b.getByte(pos + k) & 0xFF) != s.charAt(k) || s.charAt(k) > 0x7F) {
                     return false;
                 }
             }
@@ -382,32 +667,25 @@ public final class BinaryChecks {
             }
             need(n, field, i);
             int start = pos;
-            boolean ascii = true;
-            for (int k = start; k < start + n; k++) {
-                if (b[k] < 0) {
-                    ascii = false;
-                    break;
-                }
-            }
             pos += n;
-            if (ascii) {
-                return new String(b, start, n, StandardCharsets.ISO_8859_1); // the cheapest decoder for ASCII
+            if (b.forEachByte(start, n, ASCII) < 0) {
+                return b.toString(start, n, StandardCharsets.ISO_8859_1); // the cheapest decoder for ASCII
             }
             try {
                 return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b, start, n)).toString();
+                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(b.nioBuffer(start, n)).toString();
             } catch (CharacterCodingException e) {
                 throw new IllegalArgumentException(where(field, i) + " is not valid UTF-8");
             }
         }
 
         void end() {
-            if (pos != b.length) {
-                throw new IllegalArgumentException((b.length - pos) + " bytes after the last entry of the binary body");
+            if (pos != limit) {
+                throw new IllegalArgumentException((limit - pos) + " bytes after the last entry of the binary body");
             }
         }
 
-        private static String where(String field, int i) {
+        static String where(String field, int i) {
             return i < 0 ? "field '" + field + "'" : "field '" + field + "' of entry " + i;
         }
     }

@@ -42,6 +42,15 @@ public final class Http {
         return vertx;
     }
 
+    /**
+     * Returns the socket channel class that fits {@code vertx}'s event loops, for connections Levee opens with
+     * Netty itself on them (the check wire): epoll when Vert.x runs Netty's native transport, else NIO.
+     */
+    public static Class<? extends io.netty.channel.Channel> socketChannelClass(Vertx vertx) {
+        return vertx.isNativeTransportEnabled() && io.netty.channel.epoll.Epoll.isAvailable()
+                ? io.netty.channel.epoll.EpollSocketChannel.class : io.netty.channel.socket.nio.NioSocketChannel.class;
+    }
+
     /** Creates the Vert.x instance of a Levee process with the default event loops (see {@link #vertx(int)}). */
     public static Vertx vertx() {
         return vertx(0);
