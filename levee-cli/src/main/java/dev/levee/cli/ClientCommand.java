@@ -52,13 +52,19 @@ final class ClientCommand implements Callable<Integer> {
     List<String> baseDomains = List.of();
 
     @Option(names = "--limiter-in-flight", defaultValue = "" + LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT,
-            description = "requests one limiter may have outstanding before further checks for it are sent together"
-                    + " as one batch, 1-1024 (default: ${DEFAULT-VALUE})")
+            description = "HTTP requests one limiter may have outstanding before further checks for it are sent together"
+                    + " as one batch, 1-1024; not used on the check wire (default: ${DEFAULT-VALUE})")
     int maxInFlight;
 
     @Option(names = "--batch-max", defaultValue = "" + LeveeClient.Options.DEFAULT_MAX_BATCH,
-            description = "most checks in one batch to a limiter, 1-1024 (default: ${DEFAULT-VALUE})")
+            description = "most checks in one batch or wire frame to a limiter, 1-1024 (default: ${DEFAULT-VALUE})")
     int maxBatch;
+
+    @Option(names = "--limiter-wire", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "send checks to the limiters over the check wire (one upgraded connection per limiter, the checks"
+                    + " of one event-loop turn in one frame) where they take it; --no-limiter-wire sends each check or batch"
+                    + " as an HTTP request, as to limiters older than the wire (default: on)")
+    boolean wire;
 
     @Option(names = "--list-grace", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "3s",
             description = "how long a limiter list that is empty or lost more than half its members is not believed"
@@ -78,6 +84,12 @@ final class ClientCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
+    /** The client library's settings from the options as parsed. */
+    LeveeClient.Options options() {
+        return new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch,
+                listGrace, checkDeadline, warnInterval, wire);
+    }
+
     @Override
     public Integer call() {
         if (maxInFlight < 1 || maxInFlight > 1024) {
@@ -88,8 +100,7 @@ final class ClientCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(),
                     "--batch-max must be between 1 and 1024, got " + maxBatch);
         }
-        LeveeClient.Options options = new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains,
-                maxInFlight, maxBatch, listGrace, checkDeadline, warnInterval);
+        LeveeClient.Options options = options();
         common.apply("levee-client");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();

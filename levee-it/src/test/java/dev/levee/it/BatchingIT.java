@@ -29,7 +29,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * levee-client coalesces the checks bound for one limiter into {@code POST /v1/checks} batches while
  * its earlier requests are in flight: every check is still decided exactly once, batches fail over
- * check by check, and a limiter without {@code /v1/checks} (an older version) is asked one by one.
+ * check by check, and a limiter without {@code /v1/checks} (an older version) is asked one by one — with the
+ * check wire off, as toward a limiter that does not take it; and on the wire, the checks of one turn go in frames of
+ * at most {@code maxBatch}, each decided exactly once.
  */
 class BatchingIT {
 
@@ -60,10 +62,16 @@ class BatchingIT {
         })).listen(0, "127.0.0.1"));
     }
 
+    /** A client that sends checks as HTTP requests (the check wire off): the batching of {@code POST /v1/checks}. */
     static LeveeClient client(ObserverService obs, int maxInFlight, MeterRegistry registry) throws Exception {
+        return client(obs, maxInFlight, registry, false);
+    }
+
+    static LeveeClient client(ObserverService obs, int maxInFlight, MeterRegistry registry, boolean wire)
+            throws Exception {
         return done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
-                Duration.ofMillis(200), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of(), maxInFlight, 64),
-                SystemTicker.INSTANCE, registry));
+                Duration.ofMillis(200), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of(), maxInFlight, 64)
+                .withWire(wire), SystemTicker.INSTANCE, registry));
     }
 
     static LeveeClient seeing(LeveeClient c, int limiters) {
@@ -127,12 +135,46 @@ class BatchingIT {
     }
 
     @Test
+    void concurrentChecksGoInWireFramesAndEachIsDecidedOnce() throws Exception {
+        LimiterService l = limiter("w1", "factor: 1\ndefault: {rate: 1, burst: 100}\n");
+        ObserverService obs = observer(1, new Member("w1", l.address().toString()));
+        MeterRegistry reg = Metrics.newRegistry();
+        LeveeClient c = seeing(client(obs, 1, reg, true), 1);
+        try {
+            // until the wire is up (the first checks go over HTTP meanwhile): a frame reached the limiter
+            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> {
+                burst(c, "warm", 1);
+                return l.batches()[0] > 0;
+            });
+            long[] before = l.batches();
+            List<ClientDecision> ds = burst(c, "framed", 500);
+            long accepted = ds.stream().filter(d -> d.result() == ClientDecision.Result.ACCEPTED).count();
+            long rejected = ds.stream().filter(d -> d.result() == ClientDecision.Result.REJECTED).count();
+            long[] after = l.batches();
+            System.out.printf("500 checks on the wire: %d accepted, %d rejected; %d frames carried %d checks%n", accepted,
+                    rejected, after[0] - before[0], after[1] - before[1]);
+            assertThat(accepted).isBetween(100L, 105L);
+            assertThat(accepted + rejected).isEqualTo(500);
+            assertThat(ds.stream().filter(d -> d.result() == ClientDecision.Result.REJECTED))
+                    .allSatisfy(d -> assertThat(d.retryAfter()).isGreaterThanOrEqualTo(1));
+            // sent in one turn: frames of at most 64 (maxBatch), all 500 on the wire
+            assertThat(after[1] - before[1]).isEqualTo(500);
+            assertThat(after[0] - before[0]).isBetween((long) Math.ceil(500 / 64.0), 20L);
+            assertThat(count(reg, "limiter_failure")).isZero();
+        } finally {
+            done(c.stop());
+            done(obs.stop());
+            done(l.stop());
+        }
+    }
+
+    @Test
     void batchesOfTheLargestChecksAreCutBySizeNotRefused() throws Exception {
         LimiterService l = limiter("big", "factor: 1\ndefault: {rate: 1000000, burst: 100000}\n");
         ObserverService obs = observer(1, new Member("big", l.address().toString()));
         MeterRegistry reg = Metrics.newRegistry();
         LeveeClient c = done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
-                Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofSeconds(30), List.of(), 1, 1024),
+                Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofSeconds(30), List.of(), 1, 1024).withWire(false),
                 SystemTicker.INSTANCE, reg));
         seeing(c, 1);
         try {
