@@ -17,6 +17,7 @@ import dev.levee.runtime.LogText;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.buffer.ByteBuf;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -532,7 +533,7 @@ public final class LimiterService implements AutoCloseable {
         }
         io.netty.buffer.ByteBuf out = BinaryChecks.start(in.version(), n, 8 + n * 88);
         Last last = new Last();
-        decideAll(cfg, in, n, !one, out, last);
+        decideAll(cfg, in, n, !one, out, last, new Decision());
         var resp = req.response();
         if (resp.ended() || resp.closed()) {
             out.release();
@@ -559,14 +560,15 @@ public final class LimiterService implements AutoCloseable {
      * @param body the frame's body, at its reader index
      * @param in   the connection's cursor
      * @param out  where the answers go
+     * @param d    the connection's decision holder
      * @throws IllegalArgumentException naming what is wrong when the body is not a well-formed check body
      */
-    void decideFrame(io.netty.buffer.ByteBuf body, BinaryChecks.CheckCursor in, io.netty.buffer.ByteBuf out) {
+    void decideFrame(io.netty.buffer.ByteBuf body, BinaryChecks.CheckCursor in, io.netty.buffer.ByteBuf out, Decision d) {
         QuotaConfig cfg = config.current(); // one snapshot for the whole frame
         int n = in.validate(body);
         out.writeByte(in.version());
         out.writeShort(n);
-        decideAll(cfg, in, n, true, out, null);
+        decideAll(cfg, in, n, true, out, null, d);
     }
 
     /** Counts a wire frame that could not be read (the connection is closed). */
@@ -582,7 +584,7 @@ public final class LimiterService implements AutoCloseable {
      * @param last  where the status and Retry-After of the last check go (single-check HTTP answers), or null
      */
     private void decideAll(QuotaConfig cfg, BinaryChecks.CheckCursor in, int n, boolean batch,
-                           io.netty.buffer.ByteBuf out, Last last) {
+                           io.netty.buffer.ByteBuf out, Last last, Decision d) {
         int version = in.version();
         boolean counted = false;
         for (int i = 0; i < n; i++) {
@@ -606,15 +608,11 @@ public final class LimiterService implements AutoCloseable {
                 continue;
             }
             try {
-                CheckResponse d = decide(cfg, in.resource, in.key, op, in.g);
-                boolean ok = d.result().equals("accepted");
-                BinaryChecks.writeDecision(out, version, ok, d.level(), d.limitKey(), d.remaining(), d.retryAfter(),
-                        d.shadow() == null ? BinaryChecks.SHADOW_NONE : d.shadow().equals(CheckResponse.WOULD_REJECT)
-                                ? BinaryChecks.SHADOW_WOULD_REJECT : BinaryChecks.SHADOW_ACCEPTED,
-                        d.rate(), d.burst(), d.reset());
+                decide(cfg, in.resource, in.key, op, in.g, d);
+                d.write(out, version);
                 if (last != null) {
-                    last.status = ok ? 200 : 429;
-                    last.retryAfter = d.retryAfter();
+                    last.status = d.accepted ? 200 : 429;
+                    last.retryAfter = d.retryAfter;
                 }
             } catch (RuntimeException e) {
                 count("failed", "none");
@@ -642,13 +640,56 @@ public final class LimiterService implements AutoCloseable {
      * @return the decision
      */
     public CheckResponse decide(QuotaConfig cfg, String resource, String key, S3Operation op, int g) {
+        Decision d = new Decision();
+        decide(cfg, resource, key, op, g, d);
+        return d.response(options.id());
+    }
+
+    /**
+     * What one decision produced, written by {@link #decide(QuotaConfig, String, String, S3Operation, int, Decision)}:
+     * a holder reused for every check of a connection (one per event loop), so that deciding allocates no answer.
+     */
+    static final class Decision {
+        boolean accepted;
+        /** The enforced quota's level label and limit key; null when only shadow quotas apply. */
+        String level;
+        String limitKey;
+        long remaining;
+        long retryAfter;
+        double rate;
+        int burst;
+        long reset;
+        /** {@link BinaryChecks#SHADOW_NONE}, {@link BinaryChecks#SHADOW_ACCEPTED} or {@link BinaryChecks#SHADOW_WOULD_REJECT}. */
+        byte shadow;
+
+        CheckResponse response(String limiter) {
+            String result = accepted ? "accepted" : "rejected";
+            String sh = shadow == BinaryChecks.SHADOW_NONE ? null
+                    : shadow == BinaryChecks.SHADOW_WOULD_REJECT ? CheckResponse.WOULD_REJECT : "accepted";
+            return level == null ? new CheckResponse(result, null, null, 0, 0, limiter, 0, 0, 0, sh)
+                    : new CheckResponse(result, level, limitKey, remaining, retryAfter, limiter, rate, burst, reset, sh);
+        }
+
+        void write(ByteBuf out, int version) {
+            BinaryChecks.writeDecision(out, version, accepted, level, limitKey, remaining, retryAfter, shadow, rate,
+                    burst, reset);
+        }
+    }
+
+    /**
+     * Decides one request into {@code out} (see {@link #decide(QuotaConfig, String, String, S3Operation, int)}):
+     * resolves, applies GCRA, counts, records the statistics and logs the decision; allocates nothing of its own
+     * when the quota's answer is shared (every level but a wildcard prefix entry) and the decision log is off or
+     * garbage-free.
+     */
+    void decide(QuotaConfig cfg, String resource, String key, S3Operation op, int g, Decision out) {
         ResolvedQuota rq = cfg.resolveEnforced(resource, key, op); // null: only shadow quotas apply
         boolean ok = true;
         long retry = 0;
         long remaining = 0;
         long reset = 0;
         if (rq != null) {
-            GcraLimit limit = GcraLimit.of(rq.quota().rate(), rq.quota().burst(), g);
+            GcraLimit limit = rq.limit(g);
             long r = table.attempt(rq.limitKey(), limit);
             ok = Gcra.admitted(r);
             retry = Gcra.retryAfterSeconds(r);
@@ -657,17 +698,16 @@ public final class LimiterService implements AutoCloseable {
         }
         // a shadow quota is decided on its own state (key "shadow:<limit key>"): it never touches the enforced TAT
         ResolvedQuota sq = null;
-        String shadow = null;
+        byte shadow = BinaryChecks.SHADOW_NONE;
         long shadowR = 0;
         if (cfg.hasShadow()) {
             ResolvedQuota full = cfg.resolve(resource, key, op);
             if (cfg.isShadow(full)) {
                 sq = full;
-                shadowR = table.attempt(SHADOW_KEY.concat(sq.limitKey()), GcraLimit.of(sq.quota().rate(), sq.quota().burst(), g));
-                shadow = Gcra.admitted(shadowR) ? "accepted" : CheckResponse.WOULD_REJECT;
+                shadowR = table.attempt(SHADOW_KEY.concat(sq.limitKey()), sq.limit(g));
+                shadow = Gcra.admitted(shadowR) ? BinaryChecks.SHADOW_ACCEPTED : BinaryChecks.SHADOW_WOULD_REJECT;
             }
         }
-        String result = ok ? "accepted" : "rejected";
         // the one outcome counted per check: rejected (enforced), would_reject (admitted, the shadow quota refused), accepted
         boolean wouldReject = ok && sq != null && shadowR < 0;
         String outcome = !ok ? "rejected" : wouldReject ? CheckResponse.WOULD_REJECT : "accepted";
@@ -680,16 +720,34 @@ public final class LimiterService implements AutoCloseable {
             recordDecision(sq != null ? sq : rq, !ok ? DecisionStats.Outcome.REFUSED
                     : wouldReject ? DecisionStats.Outcome.WOULD_REJECT : DecisionStats.Outcome.ADMITTED);
             if (sq != null) {
-                countShadow(shadow, sq.level().label());
+                countShadow(shadow == BinaryChecks.SHADOW_ACCEPTED ? "accepted" : CheckResponse.WOULD_REJECT,
+                        sq.level().label());
             }
         }
         if (!warmup && DECISIONS.isInfoEnabled()) {
-            logDecision(result, resource, key, op, g, rq, remaining, retry, sq, shadow, shadowR);
+            logDecision(ok ? "accepted" : "rejected", resource, key, op, g, rq, remaining, retry, sq,
+                    sq == null ? null : shadow == BinaryChecks.SHADOW_ACCEPTED ? "accepted" : CheckResponse.WOULD_REJECT,
+                    shadowR);
         }
-        return rq == null
-                ? new CheckResponse(result, null, null, 0, 0, options.id(), 0, 0, 0, shadow)
-                : new CheckResponse(result, rq.level().label(), rq.limitKey(), remaining, retry, options.id(),
-                        rq.quota().rate(), rq.quota().burst(), reset, shadow);
+        out.accepted = ok;
+        out.shadow = shadow;
+        if (rq == null) {
+            out.level = null;
+            out.limitKey = null;
+            out.remaining = 0;
+            out.retryAfter = 0;
+            out.rate = 0;
+            out.burst = 0;
+            out.reset = 0;
+        } else {
+            out.level = rq.level().label();
+            out.limitKey = rq.limitKey();
+            out.remaining = remaining;
+            out.retryAfter = retry;
+            out.rate = rq.quota().rate();
+            out.burst = rq.quota().burst();
+            out.reset = reset;
+        }
     }
 
     /** The GCRA state of shadow quotas is kept under its limit key with this prefix. */
@@ -733,6 +791,12 @@ public final class LimiterService implements AutoCloseable {
     }
 
     private void countShadow(String result, String level) {
+        Map<String, Counter> known = shadowCounters.get(result);
+        Counter c = known == null ? null : known.get(level);
+        if (c != null) {
+            c.increment();
+            return;
+        }
         Map<String, Counter> byLevel = shadowCounters.computeIfAbsent(result, r -> new ConcurrentHashMap<>());
         byLevel.computeIfAbsent(level, k -> Counter.builder("levee_limiter_shadow_decisions_total")
                 .description("decisions of shadow quotas by result (accepted, would_reject) and level; the requests"
@@ -796,7 +860,13 @@ public final class LimiterService implements AutoCloseable {
     }
 
     private void count(String result, String level) {
-        Map<String, Counter> byLevel = counters.computeIfAbsent(result, r -> new ConcurrentHashMap<>());
+        Map<String, Counter> byLevel = counters.get(result);
+        Counter c = byLevel == null ? null : byLevel.get(level);
+        if (c != null) {
+            c.increment(); // the usual case: no lambda, no allocation
+            return;
+        }
+        byLevel = counters.computeIfAbsent(result, r -> new ConcurrentHashMap<>());
         byLevel.computeIfAbsent(level, k -> Counter.builder("levee_limiter_decisions_total")
                 .description("decisions by result (accepted, rejected, would_reject: admitted although the shadow quota"
                         + " refused; invalid, failed) and matched quota level, one per check")

@@ -29,6 +29,7 @@ final class WireHandler extends ChannelInboundHandlerAdapter {
 
     private final LimiterService limiter;
     private final BinaryChecks.CheckCursor cursor = new BinaryChecks.CheckCursor();
+    private final LimiterService.Decision decision = new LimiterService.Decision();
     private ByteBuf out;
     private boolean closing;
 
@@ -67,7 +68,7 @@ final class WireHandler extends ChannelInboundHandlerAdapter {
         }
         int start = CheckWire.startFrame(out, CheckWire.ANSWERS, id);
         try {
-            limiter.decideFrame(frame, cursor, out);
+            limiter.decideFrame(frame, cursor, out, decision);
         } catch (IllegalArgumentException e) {
             out.writerIndex(start); // nothing of this frame was decided: the body is read through first
             refuse(ctx, id, e.getMessage());

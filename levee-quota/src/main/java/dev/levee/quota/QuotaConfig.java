@@ -91,6 +91,15 @@ public final class QuotaConfig {
     private final String[] methodsDefaultSuffix;   // "#ListObjects" for ListObjectsV2 when it falls back
     private final S3Operation[] methodsDefaultOp;
     private final QuotaMode defaultMode;
+    /**
+     * Answers of steps 3 and 4 (methods_default, default) per resource that has no quota of its own, built on first
+     * use and kept while this snapshot is in force, so that checks on unconfigured buckets allocate no limit key
+     * and no answer each (bounded: Caffeine, {@value #FALLBACK_CACHE} resources; evicted ones are built again).
+     */
+    private final com.github.benmanes.caffeine.cache.Cache<String, PrefixIndex.Fallback> fallbacks =
+            com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(FALLBACK_CACHE).build();
+    /** Unconfigured resources whose answers are kept per snapshot: 16 384 (the hot ones; others are built again). */
+    static final int FALLBACK_CACHE = 16_384;
     /** The configuration without its shadow quotas; {@code this} when it has none. */
     private final QuotaConfig enforced;
     /** In an enforced view only: the default quota is a shadow one, so step 4 enforces nothing. */
@@ -300,8 +309,8 @@ public final class QuotaConfig {
      * Resolves the quota and counter for a request (SPEC.md §4; see the class description).
      *
      * <p>Never throws for non-null arguments, whatever they contain; allocates nothing when the
-     * answer does not depend on the object key or the resource is configured without a
-     * wildcard match, and one key string plus the result otherwise.
+     * answer does not depend on the object key (an unconfigured resource's answers are built on its first
+     * request and kept with this snapshot), and one key string plus the result for a wildcard match.
      *
      * @param resource the resource (bucket) name, as classified from the request
      * @param key      the object key, percent-decoded; {@code ""} for bucket-level operations
@@ -317,13 +326,12 @@ public final class QuotaConfig {
         if (configured != null) {
             return configured.resolve(key, op);
         }
-        int i = op.ordinal();
-        Quota byMethod = methodsDefaultQuota[i];
-        if (byMethod != null) {
-            return new ResolvedQuota(byMethod, QuotaLevel.METHODS_DEFAULT,
-                    LimitKeys.methodsDefaultKey(resource, methodsDefaultSuffix[i]), null, methodsDefaultOp[i]);
+        PrefixIndex.Fallback f = fallbacks.getIfPresent(resource);
+        if (f == null) {
+            f = fallback(resource);
+            fallbacks.put(resource, f);
         }
-        return defaultAnswer(resource);
+        return f.answer(op);
     }
 
     /**

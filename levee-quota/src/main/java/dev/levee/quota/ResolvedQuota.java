@@ -47,6 +47,8 @@ public final class ResolvedQuota {
     private final String matchedPrefix;
     private final S3Operation matchedOperation;
     private final String ruleKey;
+    /** GCRA parameters of this quota by group size g (index g), made on first use: {@link #limit}. */
+    private volatile dev.levee.core.GcraLimit[] limits;
 
     /**
      * Creates an answer whose entry is named by its limit key (every level but a wildcard prefix entry).
@@ -97,6 +99,33 @@ public final class ResolvedQuota {
     /** Returns the configured operation whose quota applies, or {@code null}. */
     public S3Operation matchedOperation() {
         return matchedOperation;
+    }
+
+    /**
+     * Returns the GCRA parameters of this quota for a group of {@code g} limiters ({@link dev.levee.core.GcraLimit#of}
+     * of the quota's rate and burst), made once per group size and kept with this answer: answers are shared by
+     * every request they resolve, so a decision allocates none.
+     *
+     * @param g the group size, ≥ 1
+     * @return the parameters
+     * @throws IllegalArgumentException when {@code g} is below 1
+     */
+    public dev.levee.core.GcraLimit limit(int g) {
+        dev.levee.core.GcraLimit[] l = limits;
+        if (l != null && g < l.length) {
+            dev.levee.core.GcraLimit cached = l[g];
+            if (cached != null) {
+                return cached;
+            }
+        }
+        dev.levee.core.GcraLimit made = dev.levee.core.GcraLimit.of(quota.rate(), quota.burst(), g);
+        if (g <= 64) { // group sizes are DF at most; a larger one is made each time, not kept
+            dev.levee.core.GcraLimit[] next = l == null || g >= l.length
+                    ? java.util.Arrays.copyOf(l == null ? new dev.levee.core.GcraLimit[0] : l, Math.max(g + 1, 5)) : l;
+            next[g] = made; // a lost race only makes the same value again
+            limits = next;
+        }
+        return made;
     }
 
     /** Returns the name of the matched entry: the limit key without a wildcard entry's object key. */

@@ -46,6 +46,30 @@ class QuotaResolutionCountersTest {
         assertThat(key("bucket-1", "k", GetObject)).isEqualTo(key("bucket-1", "other", PutObject));
     }
 
+    /**
+     * An unconfigured bucket's answers are built on its first request and shared by the next ones (no limit key
+     * string and no answer per request); a configured bucket's plain entries are shared likewise. The answer's
+     * GCRA parameters per group size are made once and equal {@link dev.levee.core.GcraLimit#of}.
+     */
+    @Test
+    void answersThatDoNotDependOnTheObjectKeyAreSharedAndSoAreTheirGcraParameters() {
+        ResolvedQuota first = A.resolve("never-configured", "a", GetObject);
+        assertThat(A.resolve("never-configured", "b", PutObject)).isSameAs(first);
+        assertThat(first.limitKey()).isEqualTo("default:never-configured");
+        ResolvedQuota listing = A.resolve("never-configured", "", ListObjects);
+        assertThat(listing.level()).isEqualTo(QuotaLevel.METHODS_DEFAULT);
+        assertThat(A.resolve("never-configured", "", ListObjectsV2)).isEqualTo(listing)
+                .isSameAs(A.resolve("never-configured", "x", ListObjectsV2));
+        for (int g = 1; g <= 70; g++) {
+            assertThat(first.limit(g)).isEqualTo(dev.levee.core.GcraLimit.of(first.quota().rate(), first.quota().burst(), g));
+            if (g <= 64) {
+                assertThat(first.limit(g)).as("kept for g = %d", g).isSameAs(first.limit(g));
+            }
+        }
+        ResolvedQuota photos = A.resolve("example-bucket", "photos/2024/a.jpg", GetObject);
+        assertThat(A.resolve("example-bucket", "photos/2024/b.jpg", GetObject)).isSameAs(photos);
+    }
+
     /** Regression: with "#Op" after the object key, key "k#PutObject" would share the counter of PutObject on "k". */
     @Test
     void objectKeyEndingInAnOperationNameCannotBorrowAnotherCounter() {
