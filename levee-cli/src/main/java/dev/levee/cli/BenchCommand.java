@@ -71,9 +71,16 @@ final class BenchCommand {
                 description = "an already running limiter to drive (default: start one in this JVM)")
         HostPort target;
 
-        @Option(names = "--encoding", defaultValue = "binary",
-                description = "check encoding: binary (as levee-client speaks to limiters) or json (default: ${DEFAULT-VALUE})")
+        @Option(names = "--encoding", defaultValue = "wire",
+                description = "how checks go: wire (the check wire, as levee-client speaks to limiters; --wire-connections"
+                        + " connections, the checks of one turn of the generator's event loop in one frame), binary or json"
+                        + " (one HTTP request per check on --connections connections) (default: ${DEFAULT-VALUE})")
         String encoding;
+
+        @Option(names = "--wire-connections", defaultValue = "1",
+                description = "with --encoding wire: check-wire connections to the limiter, as many as a levee-client has"
+                        + " event loops sending checks (default: ${DEFAULT-VALUE})")
+        int wireConnections;
 
         @Option(names = "--log-target", converter = Converters.LogTargetConverter.class, defaultValue = "file:levee-logs/bench.log",
                 description = "where the limiter's decision log goes (default: ${DEFAULT-VALUE})")
@@ -107,8 +114,11 @@ final class BenchCommand {
                 throw new IllegalArgumentException("--rate must be a number of checks/s >= 0 (0: from the throughput phase), got "
                         + fixedRate);
             }
-            if (!encoding.equals("binary") && !encoding.equals("json")) {
-                throw new IllegalArgumentException("--encoding must be binary or json, got '" + encoding + "'");
+            if (!encoding.equals("binary") && !encoding.equals("json") && !encoding.equals("wire")) {
+                throw new IllegalArgumentException("--encoding must be wire, binary or json, got '" + encoding + "'");
+            }
+            if (wireConnections < 1 || wireConnections > 1024) {
+                throw new IllegalArgumentException("--wire-connections must be between 1 and 1024, got " + wireConnections);
             }
             binary = encoding.equals("binary");
             if (logTarget.file() != null && logTarget.file().getParent() != null) {
@@ -146,6 +156,13 @@ final class BenchCommand {
             }
             HttpClientAgent http = load.createHttpClient(new HttpClientOptions().setKeepAlive(true).setTcpNoDelay(true)
                     .setPipelining(false), new PoolOptions().setHttp1MaxSize(connections).setMaxWaitQueueSize(-1));
+            if (encoding.equals("wire")) {
+                wire = new WireLoad(load, keys, wireConnections);
+                wire.connect(addr);
+                if (without != null) {
+                    wire.connect(without.address());
+                }
+            }
             System.out.printf(Locale.ROOT, "levee bench limiter: target %s, %d connections, %d keys, 2-core loopback%n",
                     addr, connections, keys);
             HostPort a = addr;
@@ -216,6 +233,8 @@ final class BenchCommand {
         }
 
         private boolean binary;
+        /** The check-wire load, with {@code --encoding wire}; null for HTTP. */
+        private WireLoad wire;
 
         /** This JVM's collections and milliseconds spent in them so far. */
         private static long[] ownGc() {
@@ -259,6 +278,9 @@ final class BenchCommand {
         }
 
         private Future<Integer> one(HttpClientAgent http, HostPort a, long seq) {
+            if (wire != null) {
+                return wire.one(a, seq);
+            }
             Buffer body;
             if (binary) {
                 io.netty.buffer.ByteBuf b = dev.levee.runtime.BinaryChecks.start(1, 32);
@@ -332,7 +354,10 @@ final class BenchCommand {
                         if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) {
                             done.incrementAndGet();
                         } else {
-                            errors.incrementAndGet();
+                            if (errors.getAndIncrement() == 0) {
+                                System.err.println("first error of the latency phase: " + (ar.failed()
+                                        ? ar.cause().toString() : "HTTP " + ar.result()));
+                            }
                         }
                         if (done.get() + errors.get() == total) {
                             finished.countDown();
@@ -346,6 +371,102 @@ final class BenchCommand {
             var h = rec.getIntervalHistogram();
             return new Phase(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
                     h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get());
+        }
+
+        /**
+         * Checks over the check wire ({@link dev.levee.client.WireConnection}) from the generator's event loop: an answer
+         * completes its check's future with 200 (accepted) or 429 (rejected), anything else fails it.
+         */
+        static final class WireLoad implements dev.levee.client.WireConnection.Peer<WireLoad.Check> {
+            record Check(long seq, io.vertx.core.Promise<Integer> done) {
+            }
+
+            private final io.netty.channel.EventLoop loop;
+            private final Class<? extends io.netty.channel.Channel> channelClass;
+            private final int keys;
+            private final java.util.Map<HostPort, java.util.List<dev.levee.client.WireConnection<Check>>> pools =
+                    new java.util.HashMap<>();
+            private final int connections;
+            private long next;
+
+            WireLoad(Vertx load, int keys, int connections) {
+                this.loop = ((io.vertx.core.internal.ContextInternal) load.getOrCreateContext()).nettyEventLoop();
+                this.channelClass = dev.levee.runtime.Http.socketChannelClass(load);
+                this.keys = keys;
+                this.connections = connections;
+            }
+
+            Future<Integer> one(HostPort a, long seq) {
+                io.vertx.core.Promise<Integer> p = io.vertx.core.Promise.promise();
+                Check c = new Check(seq, p);
+                if (loop.inEventLoop()) {
+                    send(a, c);
+                } else {
+                    loop.execute(() -> send(a, c));
+                }
+                return p.future();
+            }
+
+            /** Opens the connections to {@code a}; from a thread other than the generator's event loop. */
+            void connect(HostPort a) throws Exception {
+                java.util.List<dev.levee.client.WireConnection<Check>> pool = new java.util.ArrayList<>();
+                for (int i = 0; i < connections; i++) {
+                    pool.add(dev.levee.client.WireConnection.<Check>connect(this, loop, channelClass, a,
+                            SystemTicker.INSTANCE, Duration.ofSeconds(10), 256).get(15, TimeUnit.SECONDS));
+                }
+                loop.submit(() -> pools.put(a, pool)).get(5, TimeUnit.SECONDS);
+            }
+
+            private void send(HostPort a, Check c) {
+                var pool = pools.get(a);
+                if (pool == null || pool.isEmpty()) {
+                    c.done().fail("no check-wire connection to " + a);
+                    return;
+                }
+                var w = pool.get((int) (next++ % pool.size()));
+                if (!w.send(c)) {
+                    c.done().fail("check wire to " + a + " takes no more checks");
+                }
+            }
+
+            @Override
+            public int size(Check c) {
+                return 40;
+            }
+
+            @Override
+            public void write(Check c, io.netty.buffer.ByteBuf frame) {
+                dev.levee.runtime.BinaryChecks.writeCheck(frame, "bench", "k/" + (c.seq() % keys), "GetObject", 1);
+            }
+
+            @Override
+            public void answered(Check c, dev.levee.runtime.BinaryChecks.AnswerCursor a) {
+                if (a.result == dev.levee.runtime.BinaryChecks.ACCEPTED) {
+                    c.done().complete(200);
+                } else if (a.result == dev.levee.runtime.BinaryChecks.REJECTED) {
+                    c.done().complete(429);
+                } else {
+                    c.done().fail("limiter answered " + a.result + (a.error == null ? "" : ": " + a.error));
+                }
+            }
+
+            @Override
+            public void failed(java.util.List<Check> checks, Throwable cause) {
+                for (Check c : checks) {
+                    c.done().fail(cause);
+                }
+            }
+
+            @Override
+            public void closed(dev.levee.client.WireConnection<Check> connection, boolean clean) {
+                pools.values().forEach(p -> p.remove(connection));
+            }
+
+            @Override
+            public void noWire(int status) {
+                System.err.println("the limiter does not take the check wire (upgrade answered HTTP " + status
+                        + "): use --encoding binary");
+            }
         }
     }
 }

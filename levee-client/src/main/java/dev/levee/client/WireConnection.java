@@ -48,12 +48,15 @@ import java.util.concurrent.TimeUnit;
  * check to {@link Peer#failed}, once; GOAWAY (the limiter is stopping) stops new sends and closes the connection
  * once the outstanding checks are answered.
  *
+ * <p>Public for load generators ({@code levee bench limiter --encoding wire}); levee-client's own use is
+ * {@link LeveeClient}'s.
+ *
  * @param <T> a check as the peer knows it
  */
-final class WireConnection<T> extends ChannelInboundHandlerAdapter {
+public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
 
     /** What a connection needs from, and tells, the limiter channel that owns it. All calls on its event loop. */
-    interface Peer<T> {
+    public interface Peer<T> {
         /** Bytes of {@code check} in a frame. */
         int size(T check);
 
@@ -129,7 +132,7 @@ final class WireConnection<T> extends ChannelInboundHandlerAdapter {
      * @return completes with the connection once upgraded; fails when the limiter cannot be reached or does not
      *         take the wire ({@link Peer#noWire} was called then)
      */
-    static <T> Future<WireConnection<T>> connect(Peer<T> peer, EventLoop loop, Class<? extends Channel> channelClass,
+    public static <T> Future<WireConnection<T>> connect(Peer<T> peer, EventLoop loop, Class<? extends Channel> channelClass,
                                                  HostPort address, Ticker ticker, java.time.Duration timeout,
                                                  int maxBatch) {
         WireConnection<T> w = new WireConnection<>(peer, loop, ticker, address, timeout.toNanos(), maxBatch);
@@ -246,12 +249,12 @@ final class WireConnection<T> extends ChannelInboundHandlerAdapter {
     }
 
     /** The event loop this connection lives on. */
-    EventLoop eventLoop() {
+    public EventLoop eventLoop() {
         return loop;
     }
 
     /** Whether {@link #send} may take checks: upgraded, open, not going away. Read on the event loop. */
-    boolean usable() {
+    public boolean usable() {
         return ready && !goingAway && !failed && outstanding.size() < MAX_OUTSTANDING;
     }
 
@@ -260,7 +263,7 @@ final class WireConnection<T> extends ChannelInboundHandlerAdapter {
      *
      * @return false when the connection takes no more checks ({@link #usable()} false): send it another way
      */
-    boolean send(T check) {
+    public boolean send(T check) {
         if (!usable()) {
             return false;
         }
@@ -436,7 +439,7 @@ final class WireConnection<T> extends ChannelInboundHandlerAdapter {
     }
 
     /** Closes the connection; checks outstanding go to {@link Peer#failed} with {@code cause}. */
-    void close(Throwable cause) {
+    public void close(Throwable cause) {
         if (loop.inEventLoop()) {
             fail(cause);
         } else {
