@@ -242,12 +242,6 @@ public final class LeveeClient implements AutoCloseable {
     /** One channel per limiter address: in-flight count and the checks waiting to be batched. */
     private final Map<String, Channel> channels = new ConcurrentHashMap<>();
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
-    /**
-     * Round-robin position per (resource, operation), so that each stream of requests is spread evenly
-     * over the group's members (bounded: Caffeine, 100 000 entries).
-     */
-    private final com.github.benmanes.caffeine.cache.Cache<String, AtomicLong> roundRobin =
-            com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
     private volatile View view = new View(0, 1, List.of());
     /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
     private volatile boolean stopped;
@@ -543,42 +537,56 @@ public final class LeveeClient implements AutoCloseable {
                     "no active limiter"));
         }
         // the group, then up to g more in HRW rank order: those the check may spill over to
-        List<Member> ranked = ranked(v, c.resource(), 2 * g);
-        long start = roundRobin.get(c.resource() + '\u0000' + c.operation().name(), r -> new AtomicLong()).getAndIncrement();
+        Ranking r = ranking(v, c.resource(), 2 * g);
+        List<Member> ranked = r.ranked();
+        long start = r.next(c.operation());
         long now = ticker.read();
-        int[] idx = order(ranked.size(), g, start, i -> {
+        // no limiter in back-off (the usual case): no lookups and no predicate made per check
+        int[] idx = order(ranked.size(), g, start, backedOffUntil.isEmpty() ? NONE_BACKED_OFF : i -> {
             Long until = backedOffUntil.get(ranked.get(i).address());
             return until != null && now - until < 0;
         });
-        Member[] order = new Member[idx.length];
-        boolean[] beyond = new boolean[idx.length];
-        for (int k = 0; k < idx.length; k++) {
-            order[k] = ranked.get(idx[k]);
-            beyond[k] = idx[k] >= g;
-        }
         Promise<ClientDecision> promise = Promise.promise();
-        attempt(new Plan(c, order, beyond, g, now, promise, loopOf(Vertx.currentContext())), 0);
+        attempt(new Plan(c, ranked, idx, g, now, promise, loopOf(Vertx.currentContext())), 0);
         return promise.future();
     }
 
-    /** A resource's limiters in HRW rank order for one view of the list (the first {@code n}). */
-    private record Ranking(View view, int n, List<Member> ranked) {
+    private static final java.util.function.IntPredicate NONE_BACKED_OFF = i -> false;
+
+    /**
+     * A resource's limiters in HRW rank order for one view of the list (the first {@code n}), and its round-robin
+     * positions per operation, so that each stream of requests (resource, operation) is spread evenly over the
+     * group's members.
+     */
+    private record Ranking(View view, int n, List<Member> ranked,
+                           ConcurrentHashMap<dev.levee.core.S3Operation, AtomicLong> positions) {
+        /** Returns the next round-robin position of {@code op}'s stream on this resource. */
+        long next(dev.levee.core.S3Operation op) {
+            AtomicLong p = positions.get(op);
+            if (p == null) {
+                p = positions.computeIfAbsent(op, o -> new AtomicLong());
+            }
+            return p.getAndIncrement();
+        }
     }
 
     /**
-     * HRW rankings per resource, kept while the view they were made from is in force (bounded: Caffeine,
-     * 100 000 entries): a check does not hash the resource with every member again.
+     * HRW rankings and round-robin positions per resource, kept while the view they were made from is in force
+     * (bounded: Caffeine, 100 000 entries): a check neither hashes the resource with every member again nor makes
+     * a key string.
      */
     private final com.github.benmanes.caffeine.cache.Cache<String, Ranking> rankings =
             com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(100_000).build();
 
-    private List<Member> ranked(View v, String resource, int n) {
+    private Ranking ranking(View v, String resource, int n) {
         Ranking r = rankings.getIfPresent(resource);
         if (r == null || r.view() != v || r.n() != n) {
-            r = new Ranking(v, n, Rendezvous.top(v.limiters(), Member::id, resource, n));
+            // a new view keeps the positions: the streams stay spread across a list change
+            r = new Ranking(v, n, Rendezvous.top(v.limiters(), Member::id, resource, n),
+                    r == null ? new ConcurrentHashMap<>() : r.positions());
             rankings.put(resource, r);
         }
-        return r.ranked();
+        return r;
     }
 
     /** The event loop of a Vert.x context (the client's own when there is none): where a check's wire sends go. */
@@ -670,12 +678,26 @@ public final class LeveeClient implements AutoCloseable {
      * One check's route: the limiters to ask in order ({@link #order}), which of them are beyond the
      * group, the group size sent with every attempt, and when the check started (ticker ns).
      */
-    private record Plan(S3Classification c, Member[] order, boolean[] beyond, int g, long startedAt,
+    private record Plan(S3Classification c, List<Member> ranked, int[] order, int g, long startedAt,
                         Promise<ClientDecision> promise, io.netty.channel.EventLoop loop) {
+        /** How many limiters the check may ask. */
+        int size() {
+            return order.length;
+        }
+
+        /** The limiter of attempt {@code i}. */
+        Member member(int i) {
+            return ranked.get(order[i]);
+        }
+
+        /** Whether attempt {@code i} goes beyond the group (a spill-over). */
+        boolean beyond(int i) {
+            return order[i] >= g;
+        }
     }
 
     /**
-     * A check waiting for (or in) a request to one limiter of its plan: {@code plan.order()[i]}. Its JSON
+     * A check waiting for (or in) a request to one limiter of its plan: {@code plan.member(i)}. Its JSON
      * form is made only if it goes to a limiter that takes JSON only.
      */
     private static final class Pending {
@@ -703,7 +725,7 @@ public final class LeveeClient implements AutoCloseable {
         }
 
         Member member() {
-            return plan.order()[i];
+            return plan.member(i);
         }
 
         byte[] json() {
@@ -728,20 +750,20 @@ public final class LeveeClient implements AutoCloseable {
                     "levee-client is stopped"));
             return;
         }
-        if (i >= plan.g() && i < plan.order().length
+        if (i >= plan.g() && i < plan.size()
                 && ticker.read() - plan.startedAt() + options.checkTimeout().toNanos() > options.checkDeadline().toNanos()) {
             count("spill_deadline");
             plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
                     "no limiter answered within the check deadline (" + options.checkDeadline().toMillis() + " ms)"));
             return;
         }
-        if (i >= plan.order().length) {
+        if (i >= plan.size()) {
             plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
-                    plan.order().length > plan.g() ? "no limiter of the group or beyond it answered"
+                    plan.size() > plan.g() ? "no limiter of the group or beyond it answered"
                             : "no limiter of the group answered"));
             return;
         }
-        Member m = plan.order()[i];
+        Member m = plan.member(i);
         Channel ch = channels.get(m.address());
         if (ch == null) {
             HostPort addr;
@@ -999,7 +1021,7 @@ public final class LeveeClient implements AutoCloseable {
 
         private void decided(Pending p, boolean ok, long retryAfter, long remaining, String level, String limitKey,
                              double rate, int burst, long reset, boolean wouldReject) {
-            boolean spilled = p.plan().beyond()[p.i()];
+            boolean spilled = p.plan().beyond(p.i());
             if (spilled) {
                 count("spilled");
             }
@@ -1223,6 +1245,11 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     private void count(String what, int n) {
+        Counter known = counters.get(what);
+        if (known != null) {
+            known.increment(n); // the usual case: no lambda made
+            return;
+        }
         counters.computeIfAbsent(what, k -> Counter.builder("levee_client_results_total")
                 .description("check results and limiter failures").tag("result", what).register(registry)).increment(n);
     }
