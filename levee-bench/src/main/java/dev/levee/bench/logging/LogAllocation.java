@@ -1,0 +1,158 @@
+package dev.levee.bench.logging;
+
+import dev.levee.runtime.LogTarget;
+import dev.levee.runtime.LogText;
+import dev.levee.runtime.Logging;
+import java.lang.management.ManagementFactory;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.locks.LockSupport;
+import org.apache.logging.log4j.Level;
+import org.apache.logging.log4j.LogManager;
+import org.apache.logging.log4j.core.LoggerContext;
+import org.apache.logging.log4j.core.async.AsyncLoggerContext;
+import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilder;
+import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilderFactory;
+import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
+import org.apache.logging.log4j.core.jmx.RingBufferAdmin;
+import org.apache.logging.log4j.util.Unbox;
+
+/**
+ * Bytes allocated per decision line through the real asynchronous logger to a file target (issue 12, "Logging
+ * allocation"), on each of the two threads involved: the logger's background thread (Log4j's
+ * {@code Log4j2-TF-…-AsyncLogger[…]}, which formats and writes) and the caller's (the event loop, which
+ * formats the message into the ring's slot). Read with {@code com.sun.management.ThreadMXBean#getThreadAllocatedBytes}.
+ *
+ * <p>Layouts: {@code rfc5424Layout}, Levee's configuration before (Log4j's {@code Rfc5424Layout}, rebuilt here
+ * as it was), and {@code patternLayout}, {@link Logging#configure} now. Calls: {@code slf4j-varargs}, the form of
+ * {@code LimiterService.logDecision} (SLF4J, 12 arguments in an {@code Object[]}, numbers boxed), and
+ * {@code log4j-fixed}, the Log4j API's 10-parameter overload with the result word and the limiter's id in the
+ * format and the numbers through {@link Unbox#box}. Lines are logged in chunks that the ring holds (no line is
+ * dropped); between rounds the file is truncated.
+ *
+ * <pre>java -cp levee-bench/target/levee-bench.jar dev.levee.bench.logging.LogAllocation [lines a round] [rounds]</pre>
+ */
+public final class LogAllocation {
+
+    static final String SLF4J_FORM = "decision result={} resource={} key={} op={} level={} limit_key={} rate={} burst={}"
+            + " g={} remaining={} retry_after={} limiter={}";
+    static final String LOG4J_FORM = "decision result=accepted resource={} key={} op={} level={} limit_key={} rate={}"
+            + " burst={} g={} remaining={} retry_after={} limiter=l1";
+    static final int CHUNK = 4096;
+
+    private static final com.sun.management.ThreadMXBean THREADS =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    private static final String[] KEYS = new String[16];
+
+    static {
+        for (int k = 0; k < KEYS.length; k++) {
+            KEYS[k] = "photos/2026/img-" + k + ".jpg";
+        }
+    }
+
+    private LogAllocation() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        int lines = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
+        int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        Path file = Files.createTempDirectory("levee-log-allocation").resolve("levee.log");
+        System.out.printf(Locale.ROOT, "%-14s %-14s %8s %16s %16s%n", "layout", "call", "lines", "logger B/line",
+                "caller B/line");
+        for (String layout : List.of("rfc5424Layout", "patternLayout")) {
+            configure(layout, file);
+            for (String call : List.of("slf4j-varargs", "log4j-fixed")) {
+                for (int r = 0; r < 3; r++) {
+                    round(call, lines, file); // warm-up
+                }
+                for (int r = 0; r < rounds; r++) {
+                    long[] bytes = round(call, lines, file);
+                    System.out.printf(Locale.ROOT, "%-14s %-14s %8d %16.1f %16.1f%n", layout, call, lines,
+                            (double) bytes[0] / lines, (double) bytes[1] / lines);
+                }
+            }
+        }
+        Logging.shutdown();
+        Files.deleteIfExists(file);
+        Files.deleteIfExists(file.getParent());
+    }
+
+    /** Logs {@code lines} lines; returns the bytes the logger's thread and the caller's allocated meanwhile. */
+    static long[] round(String call, int lines, Path file) throws Exception {
+        var ctx = (AsyncLoggerContext) LogManager.getContext(false);
+        RingBufferAdmin ring = ctx.createRingBufferAdmin();
+        org.slf4j.Logger slf4j = org.slf4j.LoggerFactory.getLogger("levee.limiter.decision");
+        org.apache.logging.log4j.Logger log4j = LogManager.getLogger("levee.limiter.decision");
+        drained(ring);
+        long loggerThread = loggerThreadId();
+        long self = Thread.currentThread().threadId();
+        long logger0 = THREADS.getThreadAllocatedBytes(loggerThread);
+        long caller0 = THREADS.getThreadAllocatedBytes(self);
+        boolean varargs = call.equals("slf4j-varargs");
+        for (int i = 0; i < lines; i++) {
+            if (i % CHUNK == 0) {
+                drained(ring); // never more than a chunk queued: no line is dropped
+            }
+            String key = KEYS[i & 15];
+            long remaining = i % 1000;
+            if (varargs) {
+                // LimiterService.logDecision's form
+                Object[] a = {"accepted", LogText.escape("bucket"), LogText.escape(key), "GetObject", "bucket",
+                    LogText.escape("bucket"), 1000.0, 100, 2, remaining, 0L, "l1"};
+                slf4j.info(SLF4J_FORM, a);
+            } else {
+                log4j.info(LOG4J_FORM, LogText.escape("bucket"), LogText.escape(key), "GetObject", "bucket",
+                        LogText.escape("bucket"), Unbox.box(1000.0), Unbox.box(100), Unbox.box(2), Unbox.box(remaining),
+                        Unbox.box(0L));
+            }
+        }
+        drained(ring);
+        LockSupport.parkNanos(50_000_000); // the last batch written
+        long[] bytes = {THREADS.getThreadAllocatedBytes(loggerThread) - logger0,
+            THREADS.getThreadAllocatedBytes(self) - caller0};
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            ch.truncate(0);
+        }
+        return bytes;
+    }
+
+    static void drained(RingBufferAdmin ring) {
+        while (ring.getRemainingCapacity() < ring.getBufferSize()) {
+            LockSupport.parkNanos(100_000);
+        }
+    }
+
+    static long loggerThreadId() {
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("Log4j2-TF-") && t.getName().contains("AsyncLogger[")) {
+                return t.threadId();
+            }
+        }
+        throw new IllegalStateException("no AsyncLogger thread");
+    }
+
+    /** Configures the file target with the given layout: Levee's configuration now, or as it was with Rfc5424Layout. */
+    static void configure(String layout, Path file) {
+        Logging.configure(LogTarget.parse("file:" + file), "levee-limiter", "INFO");
+        if (layout.equals("patternLayout")) {
+            return;
+        }
+        // Logging.configure before this change, for a file target
+        ConfigurationBuilder<BuiltConfiguration> b = ConfigurationBuilderFactory.newConfigurationBuilder();
+        b.setConfigurationName("levee");
+        b.setStatusLevel(Level.ERROR);
+        b.add(b.newAppender("out", "File").addAttribute("fileName", file.toString()).addAttribute("append", true)
+                .addAttribute("immediateFlush", false).addAttribute("bufferedIo", true)
+                .add(b.newLayout("Rfc5424Layout").addAttribute("appName", "levee-limiter").addAttribute("facility", "LOCAL0")
+                        .addAttribute("id", "levee").addAttribute("includeMDC", false).addAttribute("includeNL", true)
+                        .addAttribute("escapeNL", "\\n").addAttribute("exceptionPattern", "%ex{8}")));
+        b.add(b.newRootLogger(Level.INFO).add(b.newAppenderRef("out")));
+        LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
+        ctx.setConfiguration(b.build());
+        ctx.updateLoggers();
+    }
+}
