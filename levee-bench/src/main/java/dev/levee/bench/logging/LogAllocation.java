@@ -17,13 +17,14 @@ import org.apache.logging.log4j.core.LoggerContext;
 import org.apache.logging.log4j.core.async.AsyncLoggerContext;
 import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilder;
 import org.apache.logging.log4j.core.config.builder.api.ConfigurationBuilderFactory;
+import org.apache.logging.log4j.core.config.builder.api.LayoutComponentBuilder;
 import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
 import org.apache.logging.log4j.core.jmx.RingBufferAdmin;
 import org.apache.logging.log4j.util.Unbox;
 
 /**
- * Bytes allocated per decision line through the real asynchronous logger to a file target (issue 12, "Logging
- * allocation"), on each of the two threads involved: the logger's background thread (Log4j's
+ * Bytes allocated per decision line through the real asynchronous logger to a file (or standard error, or UDP or TCP syslog) target
+ * (issue 12, "Logging allocation"), on each of the two threads involved: the logger's background thread (Log4j's
  * {@code Log4j2-TF-…-AsyncLogger[…]}, which formats and writes) and the caller's (the event loop, which
  * formats the message into the ring's slot). Read with {@code com.sun.management.ThreadMXBean#getThreadAllocatedBytes}.
  *
@@ -32,9 +33,10 @@ import org.apache.logging.log4j.util.Unbox;
  * {@code LimiterService.logDecision} (SLF4J, 12 arguments in an {@code Object[]}, numbers boxed), and
  * {@code log4j-fixed}, the Log4j API's 10-parameter overload with the result word and the limiter's id in the
  * format and the numbers through {@link Unbox#box}. Lines are logged in chunks that the ring holds (no line is
- * dropped); between rounds the file is truncated.
+ * dropped); between rounds the file is truncated. The syslog targets go to a local socket: a UDP one never read
+ * (the kernel drops what does not fit), a TCP one read and discarded by a thread of this program.
  *
- * <pre>java -cp levee-bench/target/levee-bench.jar dev.levee.bench.logging.LogAllocation [lines a round] [rounds]</pre>
+ * <pre>java -cp levee-bench/target/levee-bench.jar dev.levee.bench.logging.LogAllocation [lines a round] [rounds] [file|stderr|udp|tcp]</pre>
  */
 public final class LogAllocation {
 
@@ -60,18 +62,27 @@ public final class LogAllocation {
     public static void main(String[] args) throws Exception {
         int lines = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        String kind = args.length > 2 ? args[2] : "file";
         Path file = Files.createTempDirectory("levee-log-allocation").resolve("levee.log");
-        System.out.printf(Locale.ROOT, "%-14s %-14s %8s %16s %16s%n", "layout", "call", "lines", "logger B/line",
-                "caller B/line");
+        String target = switch (kind) {
+            case "file" -> "file:" + file;
+            case "udp" -> "udp://127.0.0.1:" + new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())
+                    .getLocalPort(); // never read, closed at exit
+            case "tcp" -> "tcp://127.0.0.1:" + tcpSink();
+            case "stderr" -> "stderr";
+            default -> throw new IllegalArgumentException("target: file, stderr, udp or tcp");
+        };
+        System.out.printf(Locale.ROOT, "%-14s %-14s %-5s %8s %16s %16s%n", "layout", "call", "to", "lines",
+                "logger B/line", "caller B/line");
         for (String layout : List.of("rfc5424Layout", "patternLayout")) {
-            configure(layout, file);
+            configure(layout, target);
             for (String call : List.of("slf4j-varargs", "log4j-fixed")) {
                 for (int r = 0; r < 3; r++) {
                     round(call, lines, file); // warm-up
                 }
                 for (int r = 0; r < rounds; r++) {
                     long[] bytes = round(call, lines, file);
-                    System.out.printf(Locale.ROOT, "%-14s %-14s %8d %16.1f %16.1f%n", layout, call, lines,
+                    System.out.printf(Locale.ROOT, "%-14s %-14s %-5s %8d %16.1f %16.1f%n", layout, call, kind, lines,
                             (double) bytes[0] / lines, (double) bytes[1] / lines);
                 }
             }
@@ -114,8 +125,10 @@ public final class LogAllocation {
         LockSupport.parkNanos(50_000_000); // the last batch written
         long[] bytes = {THREADS.getThreadAllocatedBytes(loggerThread) - logger0,
             THREADS.getThreadAllocatedBytes(self) - caller0};
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
-            ch.truncate(0);
+        if (Files.exists(file)) {
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                ch.truncate(0);
+            }
         }
         return bytes;
     }
@@ -135,21 +148,54 @@ public final class LogAllocation {
         throw new IllegalStateException("no AsyncLogger thread");
     }
 
-    /** Configures the file target with the given layout: Levee's configuration now, or as it was with Rfc5424Layout. */
-    static void configure(String layout, Path file) {
-        Logging.configure(LogTarget.parse("file:" + file), "levee-limiter", "INFO");
+    /** Returns the port of a local TCP server that reads and discards what it is sent, on a daemon thread. */
+    static int tcpSink() throws java.io.IOException {
+        var server = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+        Thread t = new Thread(() -> {
+            byte[] buf = new byte[65536];
+            while (true) {
+                try (var peer = server.accept(); var in = peer.getInputStream()) {
+                    while (in.read(buf) >= 0) {
+                        // discarded
+                    }
+                } catch (java.io.IOException e) {
+                    return;
+                }
+            }
+        }, "tcp-sink");
+        t.setDaemon(true);
+        t.start();
+        return server.getLocalPort();
+    }
+
+    /** Configures the target with the given layout: Levee's configuration now, or as it was with Rfc5424Layout. */
+    static void configure(String layout, String target) {
+        LogTarget t = LogTarget.parse(target);
+        Logging.configure(t, "levee-limiter", "INFO");
         if (layout.equals("patternLayout")) {
             return;
         }
-        // Logging.configure before this change, for a file target
+        // Logging.configure before this change
         ConfigurationBuilder<BuiltConfiguration> b = ConfigurationBuilderFactory.newConfigurationBuilder();
         b.setConfigurationName("levee");
         b.setStatusLevel(Level.ERROR);
-        b.add(b.newAppender("out", "File").addAttribute("fileName", file.toString()).addAttribute("append", true)
-                .addAttribute("immediateFlush", false).addAttribute("bufferedIo", true)
-                .add(b.newLayout("Rfc5424Layout").addAttribute("appName", "levee-limiter").addAttribute("facility", "LOCAL0")
-                        .addAttribute("id", "levee").addAttribute("includeMDC", false).addAttribute("includeNL", true)
-                        .addAttribute("escapeNL", "\\n").addAttribute("exceptionPattern", "%ex{8}")));
+        LayoutComponentBuilder rfc5424 = b.newLayout("Rfc5424Layout").addAttribute("appName", "levee-limiter")
+                .addAttribute("facility", "LOCAL0").addAttribute("id", "levee").addAttribute("includeMDC", false)
+                .addAttribute("includeNL", true).addAttribute("escapeNL", "\\n").addAttribute("exceptionPattern", "%ex{8}");
+        if (t.kind().equals("stderr")) {
+            b.add(b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
+                    .addAttribute("immediateFlush", false).add(rfc5424));
+        } else if (t.kind().equals("file")) {
+            b.add(b.newAppender("out", "File").addAttribute("fileName", t.file().toString()).addAttribute("append", true)
+                    .addAttribute("immediateFlush", false).addAttribute("bufferedIo", true).add(rfc5424));
+        } else {
+            b.add(b.newAppender("out", "Syslog").addAttribute("host", t.host()).addAttribute("port", t.port())
+                    .addAttribute("protocol", t.kind().toUpperCase(Locale.ROOT)).addAttribute("format", "RFC5424")
+                    .addAttribute("appName", "levee-limiter").addAttribute("facility", "LOCAL0").addAttribute("id", "levee")
+                    .addAttribute("includeMDC", false).addAttribute("newLine", t.kind().equals("tcp"))
+                    .addAttribute("reconnectionDelayMillis", 1000).addAttribute("immediateFail", true)
+                    .addAttribute("ignoreExceptions", true));
+        }
         b.add(b.newRootLogger(Level.INFO).add(b.newAppenderRef("out")));
         LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
         ctx.setConfiguration(b.build());
