@@ -31,8 +31,11 @@ import org.apache.logging.log4j.util.Unbox;
  * <p>Layouts: {@code rfc5424Layout}, Levee's configuration before (Log4j's {@code Rfc5424Layout}, rebuilt here
  * as it was), and {@code patternLayout}, {@link Logging#configure} now. Calls: {@code slf4j-varargs}, the form of
  * {@code LimiterService.logDecision} (SLF4J, 12 arguments in an {@code Object[]}, numbers boxed), and
- * {@code log4j-fixed}, the Log4j API's 10-parameter overload with the result word and the limiter's id in the
- * format and the numbers through {@link Unbox#box}. Lines are logged in chunks that the ring holds (no line is
+ * {@code slf4j-shadow}, its form for a decision with a shadow quota (the 12 arguments copied into 18, the format
+ * concatenated per call), {@code log4j-fixed}, the Log4j API's 10-parameter overload with the result word and the
+ * limiter's id in the format and the numbers through {@link Unbox#box}, and {@code log4j-text}, the line's text
+ * appended into a reused {@code StringBuilder} and logged with the Log4j API's {@code info(CharSequence)} (the
+ * async logger copies it into the ring's slot before the call returns). Lines are logged in chunks that the ring holds (no line is
  * dropped); between rounds the file is truncated. The syslog targets go to a local socket: a UDP one never read
  * (the kernel drops what does not fit), a TCP one read and discarded by a thread of this program.
  *
@@ -72,17 +75,17 @@ public final class LogAllocation {
             case "stderr" -> "stderr";
             default -> throw new IllegalArgumentException("target: file, stderr, udp or tcp");
         };
-        System.out.printf(Locale.ROOT, "%-14s %-14s %-5s %8s %16s %16s%n", "layout", "call", "to", "lines",
+        System.out.printf(Locale.ROOT, "%-14s %-14s %-6s %8s %16s %16s%n", "layout", "call", "to", "lines",
                 "logger B/line", "caller B/line");
         for (String layout : List.of("rfc5424Layout", "patternLayout")) {
             configure(layout, target);
-            for (String call : List.of("slf4j-varargs", "log4j-fixed")) {
+            for (String call : List.of("slf4j-varargs", "slf4j-shadow", "log4j-fixed", "log4j-text")) {
                 for (int r = 0; r < 3; r++) {
                     round(call, lines, file); // warm-up
                 }
                 for (int r = 0; r < rounds; r++) {
                     long[] bytes = round(call, lines, file);
-                    System.out.printf(Locale.ROOT, "%-14s %-14s %-5s %8d %16.1f %16.1f%n", layout, call, kind, lines,
+                    System.out.printf(Locale.ROOT, "%-14s %-14s %-6s %8d %16.1f %16.1f%n", layout, call, kind, lines,
                             (double) bytes[0] / lines, (double) bytes[1] / lines);
                 }
             }
@@ -103,22 +106,46 @@ public final class LogAllocation {
         long self = Thread.currentThread().threadId();
         long logger0 = THREADS.getThreadAllocatedBytes(loggerThread);
         long caller0 = THREADS.getThreadAllocatedBytes(self);
-        boolean varargs = call.equals("slf4j-varargs");
+        StringBuilder text = new StringBuilder(256);
         for (int i = 0; i < lines; i++) {
             if (i % CHUNK == 0) {
                 drained(ring); // never more than a chunk queued: no line is dropped
             }
             String key = KEYS[i & 15];
             long remaining = i % 1000;
-            if (varargs) {
-                // LimiterService.logDecision's form
-                Object[] a = {"accepted", LogText.escape("bucket"), LogText.escape(key), "GetObject", "bucket",
-                    LogText.escape("bucket"), 1000.0, 100, 2, remaining, 0L, "l1"};
-                slf4j.info(SLF4J_FORM, a);
-            } else {
-                log4j.info(LOG4J_FORM, LogText.escape("bucket"), LogText.escape(key), "GetObject", "bucket",
-                        LogText.escape("bucket"), Unbox.box(1000.0), Unbox.box(100), Unbox.box(2), Unbox.box(remaining),
-                        Unbox.box(0L));
+            switch (call) {
+                case "slf4j-varargs", "slf4j-shadow" -> {
+                    // LimiterService.logDecision's form
+                    String line = SLF4J_FORM;
+                    Object[] a = {"accepted", LogText.escape("bucket"), LogText.escape(key), "GetObject", "bucket",
+                        LogText.escape("bucket"), 1000.0, 100, 2, remaining, 0L, "l1"};
+                    if (call.equals("slf4j-varargs")) {
+                        slf4j.info(line, a);
+                    } else {
+                        Object[] more = java.util.Arrays.copyOf(a, a.length + 6);
+                        more[a.length] = "accepted";
+                        more[a.length + 1] = "bucket";
+                        more[a.length + 2] = LogText.escape("bucket");
+                        more[a.length + 3] = 500.0;
+                        more[a.length + 4] = 50;
+                        more[a.length + 5] = remaining;
+                        slf4j.info(line + " mode=shadow shadow={} shadow_level={} shadow_limit_key={} shadow_rate={}"
+                                + " shadow_burst={} shadow_remaining={}", more);
+                    }
+                }
+                case "log4j-fixed" -> log4j.info(LOG4J_FORM, LogText.escape("bucket"), LogText.escape(key), "GetObject",
+                        "bucket", LogText.escape("bucket"), Unbox.box(1000.0), Unbox.box(100), Unbox.box(2),
+                        Unbox.box(remaining), Unbox.box(0L));
+                case "log4j-text" -> {
+                    text.setLength(0);
+                    text.append("decision result=accepted resource=").append(LogText.escape("bucket"))
+                            .append(" key=").append(LogText.escape(key)).append(" op=GetObject level=bucket limit_key=")
+                            .append(LogText.escape("bucket")).append(" rate=").append(1000.0).append(" burst=")
+                            .append(100).append(" g=").append(2).append(" remaining=").append(remaining)
+                            .append(" retry_after=").append(0L).append(" limiter=l1");
+                    log4j.info(text);
+                }
+                default -> throw new IllegalArgumentException(call);
             }
         }
         drained(ring);
