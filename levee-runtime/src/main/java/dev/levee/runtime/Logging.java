@@ -78,16 +78,16 @@ public final class Logging {
         ConfigurationBuilder<BuiltConfiguration> b = ConfigurationBuilderFactory.newConfigurationBuilder();
         b.setConfigurationName("levee");
         b.setStatusLevel(Level.ERROR);
-        LayoutComponentBuilder rfc5424 = rfc5424(b, appName, true);
         AppenderComponentBuilder out = switch (target.kind()) {
             case "file" -> b.newAppender("out", "File")
                     .addAttribute("fileName", target.file().toString())
                     .addAttribute("append", true)
                     .addAttribute("immediateFlush", false) // flushed at the end of each async batch
                     .addAttribute("bufferedIo", true)
-                    .add(rfc5424);
+                    .add(rfc5424(b, appName, true));
             case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
-                    .addAttribute("immediateFlush", false).add(rfc5424); // flushed at the end of each batch
+                    .addAttribute("immediateFlush", false) // flushed at the end of each batch
+                    .add(rfc5424(b, appName, true));
             // a person's line: time, level, logger, message (one line; an exception's first lines on the next ones)
             case "console" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
                     .addAttribute("immediateFlush", false).add(b.newLayout("PatternLayout")
@@ -135,7 +135,8 @@ public final class Logging {
 
     /**
      * Returns the layout of RFC 5424 lines: Log4j's garbage-free {@code PatternLayout} with the pattern of
-     * {@link Rfc5424Pattern}, which writes the lines Log4j's {@code Rfc5424Layout} wrote (UTF-8, as it).
+     * {@link Rfc5424Pattern}, which writes the lines Log4j's {@code Rfc5424Layout} wrote (UTF-8, as it). Called
+     * only for the targets that use it: the pattern holds the host name, a reverse look-up.
      */
     private static LayoutComponentBuilder rfc5424(ConfigurationBuilder<BuiltConfiguration> b, String appName,
             boolean newLine) {

@@ -55,8 +55,8 @@ public final class Rfc5424Pattern {
      * @return a {@code PatternLayout} pattern, for a layout with {@code alwaysWriteExceptions} off
      */
     public static String pattern(String appName, boolean newLine) {
-        return pattern(NetUtils.getCanonicalLocalHostname(), appName == null ? "levee" : appName, ProcessIdUtil.getProcessId(),
-                newLine);
+        return pattern(NetUtils.getCanonicalLocalHostname(), appName == null ? "levee" : appName,
+                ProcessIdUtil.getProcessId(), newLine);
     }
 
     /** Returns the pattern with the given header fields. */
