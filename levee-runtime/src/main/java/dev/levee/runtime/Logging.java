@@ -19,8 +19,9 @@ import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
  * (one write per batch; file and console flushed at the end of each batch). When the ring is full,
  * events are dropped rather than stalling a Vert.x event loop. Ring size, wait strategy (sleep 10 ms
  * when empty, no wake-up signal per line) and the drop policy are in
- * {@code log4j2.component.properties}. Formatting is Log4j's {@code Rfc5424Layout}; transport is
- * Log4j's syslog/file/console appenders.
+ * {@code log4j2.component.properties}. RFC 5424 lines are formatted by Log4j's garbage-free
+ * {@code PatternLayout} with the pattern of {@link Rfc5424Pattern} (the lines Log4j's {@code Rfc5424Layout}
+ * wrote, without its ~1 KB of garbage per line); transport is Log4j's file, console and socket appenders.
  */
 public final class Logging {
 
@@ -77,23 +78,16 @@ public final class Logging {
         ConfigurationBuilder<BuiltConfiguration> b = ConfigurationBuilderFactory.newConfigurationBuilder();
         b.setConfigurationName("levee");
         b.setStatusLevel(Level.ERROR);
-        LayoutComponentBuilder rfc5424 = b.newLayout("Rfc5424Layout")
-                .addAttribute("appName", appName)
-                .addAttribute("facility", "LOCAL0")
-                .addAttribute("id", "levee")
-                .addAttribute("includeMDC", false)
-                .addAttribute("includeNL", true)
-                .addAttribute("escapeNL", "\\n")
-                .addAttribute("exceptionPattern", "%ex{8}");
         AppenderComponentBuilder out = switch (target.kind()) {
             case "file" -> b.newAppender("out", "File")
                     .addAttribute("fileName", target.file().toString())
                     .addAttribute("append", true)
                     .addAttribute("immediateFlush", false) // flushed at the end of each async batch
                     .addAttribute("bufferedIo", true)
-                    .add(rfc5424);
+                    .add(rfc5424(b, appName, true));
             case "stderr" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
-                    .addAttribute("immediateFlush", false).add(rfc5424); // flushed at the end of each batch
+                    .addAttribute("immediateFlush", false) // flushed at the end of each batch
+                    .add(rfc5424(b, appName, true));
             // a person's line: time, level, logger, message (one line; an exception's first lines on the next ones)
             case "console" -> b.newAppender("out", "Console").addAttribute("target", "SYSTEM_ERR")
                     .addAttribute("immediateFlush", false).add(b.newLayout("PatternLayout")
@@ -104,19 +98,18 @@ public final class Logging {
                             .addAttribute("alwaysWriteExceptions", false)
                             .addAttribute("pattern", "<%level{FATAL=2, ERROR=3, WARN=4, INFO=6, DEBUG=7, TRACE=7}>%logger:"
                                     + " %enc{%m}{CRLF}%enc{%ex{8}}{CRLF}%n"));
-            default -> b.newAppender("out", "Syslog")
+            // Log4j's Syslog appender is this Socket appender with an Rfc5424Layout: TCP lines end with a newline,
+            // a UDP datagram holds one line without; each line flushed; reconnect after 1 s; no exception to the
+            // caller. Unlike that layout as the Syslog appender built it, newlines are escaped (a raw one split a
+            // message in two on TCP) and exceptions written, as in files (docs/decisions.md)
+            default -> b.newAppender("out", "Socket")
                     .addAttribute("host", target.host())
                     .addAttribute("port", target.port())
                     .addAttribute("protocol", target.kind().toUpperCase(java.util.Locale.ROOT))
-                    .addAttribute("format", "RFC5424")
-                    .addAttribute("appName", appName)
-                    .addAttribute("facility", "LOCAL0")
-                    .addAttribute("id", "levee")
-                    .addAttribute("includeMDC", false)
-                    .addAttribute("newLine", target.kind().equals("tcp"))
                     .addAttribute("reconnectionDelayMillis", 1000)
                     .addAttribute("immediateFail", true)
-                    .addAttribute("ignoreExceptions", true);
+                    .addAttribute("ignoreExceptions", true)
+                    .add(rfc5424(b, appName, target.kind().equals("tcp")));
         };
         b.add(out);
         // every logger is asynchronous by the context selector (log4j2.component.properties): plain loggers here
@@ -138,6 +131,19 @@ public final class Logging {
             ctx.setConfiguration(config); // starts the new configuration, then stops the old one
         }
         ctx.updateLoggers();
+    }
+
+    /**
+     * Returns the layout of RFC 5424 lines: Log4j's garbage-free {@code PatternLayout} with the pattern of
+     * {@link Rfc5424Pattern}, which writes the lines Log4j's {@code Rfc5424Layout} wrote (UTF-8, as it). Called
+     * only for the targets that use it: the pattern holds the host name, a reverse look-up.
+     */
+    private static LayoutComponentBuilder rfc5424(ConfigurationBuilder<BuiltConfiguration> b, String appName,
+            boolean newLine) {
+        return b.newLayout("PatternLayout")
+                .addAttribute("pattern", Rfc5424Pattern.pattern(appName, newLine))
+                .addAttribute("alwaysWriteExceptions", false) // the pattern places the exception itself
+                .addAttribute("charset", "UTF-8");
     }
 
     /**
