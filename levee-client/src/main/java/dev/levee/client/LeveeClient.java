@@ -1229,16 +1229,31 @@ public final class LeveeClient implements AutoCloseable {
     /** Counts and logs a result; {@code spilled}: decided by a limiter beyond the group. */
     private ClientDecision done(ClientDecision d, String why, boolean spilled) {
         count(d.result().word());
-        if (LOG.isInfoEnabled()) {
-            LOG.info("result={} limiter={} resource={} key={} op={} level={} retry_after={} attempts={}{}{}{}",
-                    d.result().word(), d.limiter() == null ? "-" : d.limiter(),
+        if (DECISIONS.isInfoEnabled()) {
+            // garbage-free: Log4j's fixed-arity call, the result word in the format, numbers through Unbox
+            // (docs/decisions.md, "Decision log lines without garbage"); the line reads as it always did
+            String suffix = spilled ? d.wouldReject() ? " spilled=true shadow=would_reject" : " spilled=true"
+                    : d.wouldReject() ? " shadow=would_reject" : "";
+            DECISIONS.info(RESULT_LINES[d.result().ordinal()], d.limiter() == null ? "-" : d.limiter(),
                     LogText.escape(d.classification().resource()), LogText.escape(d.classification().key()),
-                    d.classification().operation(), d.level() == null ? "-" : d.level(), d.retryAfter(), d.attempts(),
-                    spilled ? " spilled=true" : "", d.wouldReject() ? " shadow=would_reject" : "",
+                    d.classification().operation(), d.level() == null ? "-" : d.level(),
+                    org.apache.logging.log4j.util.Unbox.box(d.retryAfter()),
+                    org.apache.logging.log4j.util.Unbox.box(d.attempts()), suffix,
                     why == null ? "" : " reason=" + LogText.escape(why, 400));
         }
         return d;
     }
+
+    /**
+     * The per-check result log: the {@code levee.client} logger through Log4j's own API, for its fixed-arity calls
+     * (SLF4J's stop at two parameters, beyond which each line costs an array and boxed numbers).
+     */
+    private static final org.apache.logging.log4j.Logger DECISIONS = org.apache.logging.log4j.LogManager.getLogger("levee.client");
+
+    /** The result line's format by {@link ClientDecision.Result} ordinal. */
+    private static final String[] RESULT_LINES = java.util.Arrays.stream(ClientDecision.Result.values())
+            .map(r -> "result=" + r.word() + " limiter={} resource={} key={} op={} level={} retry_after={} attempts={}{}{}")
+            .toArray(String[]::new);
 
     private void count(String what) {
         count(what, 1);

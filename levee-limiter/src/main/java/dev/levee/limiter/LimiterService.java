@@ -31,6 +31,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.logging.log4j.util.Unbox;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,7 +51,12 @@ import org.slf4j.LoggerFactory;
 public final class LimiterService implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger("levee.limiter");
-    private static final Logger DECISIONS = LoggerFactory.getLogger("levee.limiter.decision");
+    /**
+     * The decision log: Log4j's own API rather than SLF4J's, for its fixed-arity calls (SLF4J's stop at two
+     * parameters, beyond which each line costs an array and boxed numbers).
+     */
+    private static final org.apache.logging.log4j.Logger DECISIONS =
+            org.apache.logging.log4j.LogManager.getLogger("levee.limiter.decision");
 
     /**
      * Settings of a limiter.
@@ -146,6 +152,9 @@ public final class LimiterService implements AutoCloseable {
     private final dev.levee.runtime.LoudCondition unregistered;
     private final Ticker ticker;
     private final DecisionStats stats;
+    /** The decision line's format per result, with this limiter's id in it (ten parameters left). */
+    private final String acceptedLine;
+    private final String rejectedLine;
 
     private LimiterService(Vertx vertx, Options options, QuotaSource config, Ticker ticker,
                            MeterRegistry registry, DecisionStats.Options statsOptions) {
@@ -156,6 +165,8 @@ public final class LimiterService implements AutoCloseable {
         this.registry = registry;
         this.table = GcraTable.create(ticker, options.maxKeys());
         this.ticker = ticker;
+        this.acceptedLine = decisionLine("accepted", options.id());
+        this.rejectedLine = decisionLine("rejected", options.id());
         this.unregistered = new dev.levee.runtime.LoudCondition(options.warnInterval());
         Gauge.builder("levee_limiter_observer_unreachable", this, s -> s.observerReachable ? 0 : 1)
                 .description("1 while heartbeats do not reach the observer: clients may not list this limiter")
@@ -704,7 +715,7 @@ public final class LimiterService implements AutoCloseable {
             ResolvedQuota full = cfg.resolve(resource, key, op);
             if (cfg.isShadow(full)) {
                 sq = full;
-                shadowR = table.attempt(SHADOW_KEY.concat(sq.limitKey()), sq.limit(g));
+                shadowR = table.attempt(sq.prefixedKey(SHADOW_KEY), sq.limit(g));
                 shadow = Gcra.admitted(shadowR) ? BinaryChecks.SHADOW_ACCEPTED : BinaryChecks.SHADOW_WOULD_REJECT;
             }
         }
@@ -767,28 +778,61 @@ public final class LimiterService implements AutoCloseable {
         return Math.max(1, (long) Math.min(Math.ceil(ns / 1e9), (double) (1L << 40)));
     }
 
+    /**
+     * Logs one decision on {@code levee.limiter.decision} without garbage on the caller's thread (issue 12; docs/decisions.md,
+     * "Decision log lines without garbage"): Log4j's fixed-arity call with at most ten parameters — the result word
+     * and this limiter's id are in the format, which is made once — and numbers through {@code Unbox}; a line with a
+     * shadow quota (eighteen fields) is appended to a per-thread builder and logged as text. The line reads as it
+     * always did.
+     */
     private void logDecision(String result, String resource, String key, S3Operation op, int g, ResolvedQuota rq,
                              long remaining, long retry, ResolvedQuota sq, String shadow, long shadowR) {
-        String line = "decision result={} resource={} key={} op={} level={} limit_key={} rate={} burst={} g={}"
-                + " remaining={} retry_after={} limiter={}";
-        Object[] args = {result, LogText.escape(resource), LogText.escape(key), op,
-                rq == null ? "none" : rq.level().label(), rq == null ? "-" : LogText.escape(rq.limitKey()),
-                rq == null ? "-" : rq.quota().rate(), rq == null ? "-" : rq.quota().burst(), g, remaining, retry,
-                options.id()};
         if (sq == null) {
-            DECISIONS.info(line, args);
+            String format = result.equals("accepted") ? acceptedLine : rejectedLine;
+            if (rq == null) {
+                DECISIONS.info(format, LogText.escape(resource), LogText.escape(key), op, "none", "-", "-", "-", Unbox.box(g),
+                        Unbox.box(remaining), Unbox.box(retry));
+            } else {
+                DECISIONS.info(format, LogText.escape(resource), LogText.escape(key), op, rq.level().label(),
+                        LogText.escape(rq.limitKey()), Unbox.box(rq.quota().rate()), Unbox.box(rq.quota().burst()),
+                        Unbox.box(g), Unbox.box(remaining), Unbox.box(retry));
+            }
             return;
         }
-        Object[] more = java.util.Arrays.copyOf(args, args.length + 6);
-        more[args.length] = shadow;
-        more[args.length + 1] = sq.level().label();
-        more[args.length + 2] = LogText.escape(sq.limitKey());
-        more[args.length + 3] = sq.quota().rate();
-        more[args.length + 4] = sq.quota().burst();
-        more[args.length + 5] = shadowR >= 0 ? shadowR : 0;
-        DECISIONS.info(line + " mode=shadow shadow={} shadow_level={} shadow_limit_key={} shadow_rate={} shadow_burst={}"
-                + " shadow_remaining={}", more);
+        StringBuilder b = SHADOW_LINE.get();
+        b.setLength(0);
+        b.append("decision result=").append(result).append(" resource=").append(LogText.escape(resource))
+                .append(" key=").append(LogText.escape(key)).append(" op=").append(op.name())
+                .append(" level=").append(rq == null ? "none" : rq.level().label())
+                .append(" limit_key=").append(rq == null ? "-" : LogText.escape(rq.limitKey())).append(" rate=");
+        if (rq == null) {
+            b.append('-');
+        } else {
+            b.append(rq.quota().rate());
+        }
+        b.append(" burst=");
+        if (rq == null) {
+            b.append('-');
+        } else {
+            b.append(rq.quota().burst());
+        }
+        b.append(" g=").append(g).append(" remaining=").append(remaining).append(" retry_after=").append(retry)
+                .append(" limiter=").append(options.id()).append(" mode=shadow shadow=").append(shadow)
+                .append(" shadow_level=").append(sq.level().label())
+                .append(" shadow_limit_key=").append(LogText.escape(sq.limitKey()))
+                .append(" shadow_rate=").append(sq.quota().rate()).append(" shadow_burst=").append(sq.quota().burst())
+                .append(" shadow_remaining=").append(shadowR >= 0 ? shadowR : 0);
+        DECISIONS.info(b); // the async logger copies the text before the call returns
     }
+
+    /** The format of a decision line without a shadow quota (the id's characters never include braces). */
+    private static String decisionLine(String result, String id) {
+        return "decision result=" + result + " resource={} key={} op={} level={} limit_key={} rate={} burst={} g={}"
+                + " remaining={} retry_after={} limiter=" + id;
+    }
+
+    /** The builder of decision lines with a shadow quota, one per thread. */
+    private static final ThreadLocal<StringBuilder> SHADOW_LINE = ThreadLocal.withInitial(() -> new StringBuilder(512));
 
     private void countShadow(String result, String level) {
         Map<String, Counter> known = shadowCounters.get(result);

@@ -47,6 +47,8 @@ public final class ResolvedQuota {
     private final String matchedPrefix;
     private final S3Operation matchedOperation;
     private final String ruleKey;
+    /** {@link #prefixedKey}'s last answer: the prefix and the key made with it. */
+    private volatile String[] prefixed;
     /** GCRA parameters of this quota by group size g (index g), made on first use: {@link #limit}. */
     private volatile dev.levee.core.GcraLimit[] limits;
 
@@ -126,6 +128,24 @@ public final class ResolvedQuota {
             limits = next;
         }
         return made;
+    }
+
+    /**
+     * Returns {@code prefix + limitKey()}, made once and kept with this answer for the prefix asked last (the
+     * limiter keeps a shadow quota's state under {@code "shadow:" + limit key}): shared answers make no string per
+     * request.
+     *
+     * @param prefix the prefix, not null
+     * @return the prefixed limit key
+     */
+    public String prefixedKey(String prefix) {
+        String[] p = prefixed;
+        if (p != null && p[0].equals(prefix)) {
+            return p[1];
+        }
+        String k = prefix.concat(limitKey);
+        prefixed = new String[] {prefix, k};
+        return k;
     }
 
     /** Returns the name of the matched entry: the limit key without a wildcard entry's object key. */
