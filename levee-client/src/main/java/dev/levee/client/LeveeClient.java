@@ -831,7 +831,10 @@ public final class LeveeClient implements AutoCloseable {
                     loop.execute(() -> submit(p));
                     return;
                 }
-                WireSlot slot = wires.computeIfAbsent(loop, WireSlot::new);
+                WireSlot slot = wires.get(loop);
+                if (slot == null) {
+                    slot = wires.computeIfAbsent(loop, WireSlot::new);
+                }
                 if (slot.send(p)) {
                     return;
                 }
