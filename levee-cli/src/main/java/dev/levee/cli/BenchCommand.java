@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
 
 /** {@code levee bench}: load runs on loopback that print figures. */
 @Command(name = "bench", mixinStandardHelpOptions = true, description = "Load benchmarks on loopback.",
-        subcommands = BenchCommand.Limiter.class)
+        subcommands = {BenchCommand.Limiter.class, BenchHttp.class})
 final class BenchCommand {
 
     /**
@@ -374,17 +374,17 @@ final class BenchCommand {
         }
 
         /**
-         * Checks over the check wire ({@link dev.levee.client.WireConnection}) from the generator's event loop: an answer
+         * Checks over the check wire ({@link dev.levee.runtime.WireConnection}) from the generator's event loop: an answer
          * completes its check's future with 200 (accepted) or 429 (rejected), anything else fails it.
          */
-        static final class WireLoad implements dev.levee.client.WireConnection.Peer<WireLoad.Check> {
+        static final class WireLoad implements dev.levee.runtime.WireConnection.Peer<WireLoad.Check> {
             record Check(long seq, io.vertx.core.Promise<Integer> done) {
             }
 
             private final io.netty.channel.EventLoop loop;
             private final Class<? extends io.netty.channel.Channel> channelClass;
             private final int keys;
-            private final java.util.Map<HostPort, java.util.List<dev.levee.client.WireConnection<Check>>> pools =
+            private final java.util.Map<HostPort, java.util.List<dev.levee.runtime.WireConnection<Check>>> pools =
                     new java.util.HashMap<>();
             private final int connections;
             private long next;
@@ -409,9 +409,9 @@ final class BenchCommand {
 
             /** Opens the connections to {@code a}; from a thread other than the generator's event loop. */
             void connect(HostPort a) throws Exception {
-                java.util.List<dev.levee.client.WireConnection<Check>> pool = new java.util.ArrayList<>();
+                java.util.List<dev.levee.runtime.WireConnection<Check>> pool = new java.util.ArrayList<>();
                 for (int i = 0; i < connections; i++) {
-                    pool.add(dev.levee.client.WireConnection.<Check>connect(this, loop, channelClass, a,
+                    pool.add(dev.levee.runtime.WireConnection.<Check>connect(this, loop, channelClass, a,
                             SystemTicker.INSTANCE, Duration.ofSeconds(10), 256).get(15, TimeUnit.SECONDS));
                 }
                 loop.submit(() -> pools.put(a, pool)).get(5, TimeUnit.SECONDS);
@@ -458,7 +458,7 @@ final class BenchCommand {
             }
 
             @Override
-            public void closed(dev.levee.client.WireConnection<Check> connection, boolean clean) {
+            public void closed(dev.levee.runtime.WireConnection<Check> connection, boolean clean) {
                 pools.values().forEach(p -> p.remove(connection));
             }
 

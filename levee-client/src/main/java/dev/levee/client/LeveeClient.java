@@ -8,6 +8,7 @@ import dev.levee.core.Ticker;
 import dev.levee.runtime.BinaryChecks;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Json;
+import dev.levee.runtime.WireConnection;
 import dev.levee.runtime.LogText;
 import dev.levee.s3.S3Classification;
 import dev.levee.s3.S3Classifier;

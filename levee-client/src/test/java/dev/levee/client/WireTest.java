@@ -30,7 +30,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * levee-client's end of the check wire ({@link WireConnection}, {@link CheckWire}) against stand-in limiters that
+ * levee-client's end of the check wire ({@link dev.levee.runtime.WireConnection}, {@link CheckWire}) against stand-in limiters that
  * speak it the way the test tells them to: answers matched to their checks, the checks of one turn in one frame,
  * HTTP for a limiter that does not take the wire, and every way a connection can fail — a stalled limiter, an
  * ERROR frame, answers that do not match, GOAWAY — ending with each check decided by another limiter or again.

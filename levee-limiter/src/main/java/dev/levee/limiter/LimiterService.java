@@ -294,15 +294,118 @@ public final class LimiterService implements AutoCloseable {
                 loops.add(loop.future());
             }
             return Future.join(loops).<Void>mapEmpty();
-        }).eventually(() -> http.close()).recover(e -> Future.succeededFuture()).onComplete(ar -> {
+        }).eventually(() -> http.close()).recover(e -> Future.succeededFuture())
+                .compose(v -> warmWire(loopback, port, deadline)).onComplete(ar -> {
             long ms = (dev.levee.runtime.SystemTicker.INSTANCE.read() - startNs) / 1_000_000;
+            int wire = ar.succeeded() ? ar.result() : 0;
             if (decided.get() < WARMUP_CHECKS) {
-                LOG.warn("limiter {} warm-up bound reached: {} of {} self-checks in {} ms ({} failed); starting anyway",
-                        options.id(), decided.get(), WARMUP_CHECKS, ms, failures.get());
+                LOG.warn("limiter {} warm-up bound reached: {} of {} self-checks in {} ms ({} failed), {} over the check"
+                        + " wire; starting anyway", options.id(), decided.get(), WARMUP_CHECKS, ms, failures.get(), wire);
             } else {
-                LOG.info("limiter {} warmed up: {} self-checks in {} ms", options.id(), decided.get(), ms);
+                LOG.info("limiter {} warmed up: {} self-checks over HTTP and {} over the check wire in {} ms", options.id(),
+                        decided.get(), wire, ms);
             }
-        });
+        }).mapEmpty();
+    }
+
+    /** Most self-checks over the check wire in the warm-up: 60 000 (frames of up to 64, 256 outstanding). */
+    public static final int WARMUP_WIRE_CHECKS = 60_000;
+
+    /**
+     * The warm-up's second part: self-checks over the check wire — the path a levee-client's checks take — until
+     * {@value #WARMUP_WIRE_CHECKS} are decided or the deadline passes, so that the frame handling and the decision
+     * path are compiled before the limiter is listed. Never fails.
+     *
+     * @return how many checks were decided over the wire
+     */
+    private Future<Integer> warmWire(String host, int port, long deadline) {
+        io.vertx.core.Promise<Integer> done = io.vertx.core.Promise.promise();
+        if (dev.levee.runtime.SystemTicker.INSTANCE.read() - deadline >= 0) {
+            done.complete(0);
+            return done.future();
+        }
+        io.netty.channel.EventLoop loop = ((io.vertx.core.internal.ContextInternal) vertx.getOrCreateContext())
+                .nettyEventLoop();
+        WireWarmup peer = new WireWarmup(deadline, done);
+        dev.levee.runtime.WireConnection.connect(peer, loop, Http.socketChannelClass(vertx), new HostPort(host, port),
+                dev.levee.runtime.SystemTicker.INSTANCE, Duration.ofSeconds(2), 64).addListener(f -> {
+                    if (f.isSuccess()) {
+                        @SuppressWarnings("unchecked")
+                        var w = (dev.levee.runtime.WireConnection<Integer>) f.getNow();
+                        peer.start(w);
+                    } else {
+                        LOG.debug("check-wire warm-up not started: {}", f.cause().toString());
+                        done.tryComplete(0);
+                    }
+                });
+        return done.future();
+    }
+
+    /** Keeps 256 warm-up checks outstanding on one wire connection until the count or the deadline is reached. */
+    private static final class WireWarmup implements dev.levee.runtime.WireConnection.Peer<Integer> {
+        private final long deadline;
+        private final io.vertx.core.Promise<Integer> done;
+        private dev.levee.runtime.WireConnection<Integer> wire;
+        private int sent;
+        private int decided;
+        private int outstanding;
+
+        WireWarmup(long deadline, io.vertx.core.Promise<Integer> done) {
+            this.deadline = deadline;
+            this.done = done;
+        }
+
+        void start(dev.levee.runtime.WireConnection<Integer> w) {
+            wire = w;
+            for (int i = 0; i < 256; i++) {
+                more();
+            }
+        }
+
+        private void more() {
+            if (sent < WARMUP_WIRE_CHECKS && dev.levee.runtime.SystemTicker.INSTANCE.read() - deadline < 0
+                    && wire.send(sent)) {
+                sent++;
+                outstanding++;
+            } else if (outstanding == 0) {
+                wire.close(new IllegalStateException("warm-up over"));
+                done.tryComplete(decided);
+            }
+        }
+
+        @Override
+        public int size(Integer check) {
+            return 32;
+        }
+
+        @Override
+        public void write(Integer check, io.netty.buffer.ByteBuf frame) {
+            BinaryChecks.writeCheck(frame, WARMUP_RESOURCE, (check & 1) == 0 ? "k" : "k/" + (check & 1023),
+                    (check & 3) == 3 ? "PutObject" : "GetObject", 1);
+        }
+
+        @Override
+        public void answered(Integer check, BinaryChecks.AnswerCursor answer) {
+            decided++;
+            outstanding--;
+            more();
+        }
+
+        @Override
+        public void failed(List<Integer> checks, Throwable cause) {
+            outstanding -= checks.size();
+            done.tryComplete(decided);
+        }
+
+        @Override
+        public void closed(dev.levee.runtime.WireConnection<Integer> connection, boolean clean) {
+            done.tryComplete(decided);
+        }
+
+        @Override
+        public void noWire(int status) {
+            done.tryComplete(decided);
+        }
     }
 
     /** Completes {@code ready} once the configuration source is ready, or at the deadline. */

@@ -1,9 +1,6 @@
-package dev.levee.client;
+package dev.levee.runtime;
 
 import dev.levee.core.Ticker;
-import dev.levee.runtime.BinaryChecks;
-import dev.levee.runtime.CheckWire;
-import dev.levee.runtime.HostPort;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -48,8 +45,8 @@ import java.util.concurrent.TimeUnit;
  * check to {@link Peer#failed}, once; GOAWAY (the limiter is stopping) stops new sends and closes the connection
  * once the outstanding checks are answered.
  *
- * <p>Public for load generators ({@code levee bench limiter --encoding wire}); levee-client's own use is
- * {@link LeveeClient}'s.
+ * <p>Used by levee-client ({@code LeveeClient}), by a limiter warming its own wire path, and by load generators
+ * ({@code levee bench limiter --encoding wire}).
  *
  * @param <T> a check as the peer knows it
  */
@@ -81,9 +78,9 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
     }
 
     /** Most checks outstanding on one connection; beyond it {@link #send} refuses: 16 384. */
-    static final int MAX_OUTSTANDING = 16_384;
+    public static final int MAX_OUTSTANDING = 16_384;
     /** A frame is cut before its body passes this many bytes: 1 MiB. */
-    static final int MAX_FRAME_BODY = 1 << 20;
+    public static final int MAX_FRAME_BODY = 1 << 20;
 
     private final Peer<T> peer;
     private final EventLoop loop;
@@ -431,7 +428,7 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
     }
 
     /** Sends no more checks and closes the connection once the outstanding ones are answered. */
-    void retire() {
+    public void retire() {
         goingAway = true;
         if (ctx != null) {
             closeIfDone();

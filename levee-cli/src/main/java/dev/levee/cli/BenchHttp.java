@@ -1,0 +1,153 @@
+package dev.levee.cli;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpClientAgent;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.HdrHistogram.Recorder;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code levee bench http}: an open-loop HTTP load at one fixed rate against one or more URLs in turn — NGINX's
+ * {@code /none/} and {@code /levee/} locations, say — with latency measured from each request's scheduled send time
+ * (HdrHistogram; no coordinated omission), so that a stall anywhere on the path shows in the tail. Closed-loop tools
+ * such as wrk wait for an answer before the next request and hide a pause in a lower rate instead. Run its JVM
+ * with Epsilon (no collection: {@code LEVEE_JAVA_OPTS="-XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -Xmx4g"})
+ * so that the generator cannot pause itself (issue 12, item 5; docs/BENCHMARKS.md).
+ */
+@Command(name = "http", mixinStandardHelpOptions = true,
+        description = "Open-loop HTTP GETs at one fixed rate against each --url in turn (rounds alternate the order):"
+                + " p50/p99/p99.9/max from the scheduled send time, and each URL's p99 against the first's.")
+final class BenchHttp implements Callable<Integer> {
+
+    @Option(names = "--url", required = true, description = "a URL on loopback to GET; repeat for several, measured in turn")
+    List<URI> urls;
+
+    @Option(names = "--rate", required = true, description = "requests per second offered to each URL")
+    double rate;
+
+    @Option(names = "--duration", converter = Converters.DurationConverter.class, defaultValue = "20s",
+            description = "length of each measured phase (default: ${DEFAULT-VALUE})")
+    Duration duration;
+
+    @Option(names = "--warmup", converter = Converters.DurationConverter.class, defaultValue = "5s",
+            description = "an unmeasured phase at the same rate against each URL first (default: ${DEFAULT-VALUE})")
+    Duration warmup;
+
+    @Option(names = "--connections", defaultValue = "64",
+            description = "keep-alive connections per URL; a request waits for a free one, and the wait counts"
+                    + " (default: ${DEFAULT-VALUE})")
+    int connections;
+
+    @Option(names = "--rounds", defaultValue = "1",
+            description = "measured phases per URL; the order alternates between rounds (ABBA) (default: ${DEFAULT-VALUE})")
+    int rounds;
+
+    record Result(double done, double p50, double p99, double p999, double max, long errors) {
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (!(rate > 0) || Double.isInfinite(rate)) {
+            throw new IllegalArgumentException("--rate must be a number of requests/s > 0, got " + rate);
+        }
+        if (connections < 1 || connections > 10_000 || rounds < 1) {
+            throw new IllegalArgumentException("--connections must be 1-10000 and --rounds >= 1");
+        }
+        for (URI u : urls) {
+            if (!"http".equals(u.getScheme()) || u.getHost() == null) {
+                throw new IllegalArgumentException("--url must be http://HOST:PORT/PATH, got " + u);
+            }
+            if (!java.net.InetAddress.getByName(u.getHost()).isLoopbackAddress()) {
+                throw new IllegalArgumentException("--url must be on loopback (load tests stay on this machine), got " + u);
+            }
+        }
+        Vertx vertx = dev.levee.runtime.Http.vertx(1);
+        HttpClientAgent http = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setTcpNoDelay(true),
+                new PoolOptions().setHttp1MaxSize(connections).setMaxWaitQueueSize(-1));
+        System.out.printf(Locale.ROOT, "levee bench http: %.0f requests/s offered to each of %d URLs, %s phases, %d"
+                + " connections, generator collector: %s%n", rate, urls.size(), duration, connections,
+                java.lang.management.ManagementFactory.getGarbageCollectorMXBeans().stream()
+                        .map(java.lang.management.GarbageCollectorMXBean::getName).reduce((x, y) -> x + ", " + y)
+                        .orElse("none"));
+        for (URI u : urls) {
+            phase(vertx, http, u, warmup);
+        }
+        List<List<Result>> results = new ArrayList<>();
+        for (int i = 0; i < urls.size(); i++) {
+            results.add(new ArrayList<>());
+        }
+        for (int r = 0; r < rounds; r++) {
+            for (int k = 0; k < urls.size(); k++) {
+                int i = r % 2 == 0 ? k : urls.size() - 1 - k;
+                Result res = phase(vertx, http, urls.get(i), duration);
+                results.get(i).add(res);
+                System.out.printf(Locale.ROOT, "round %d %-40s %,9.0f done/s  p50 %7.3f  p99 %7.3f  p99.9 %7.3f  max %8.3f ms"
+                        + "  errors %d%n", r + 1, urls.get(i).getPath(), res.done(), res.p50(), res.p99(), res.p999(),
+                        res.max(), res.errors());
+            }
+        }
+        for (int i = 0; i < urls.size(); i++) {
+            double p99 = results.get(i).stream().mapToDouble(Result::p99).average().orElse(0);
+            double ref = results.get(0).stream().mapToDouble(Result::p99).average().orElse(0);
+            System.out.printf(Locale.ROOT, "mean of %d  %-40s p99 %7.3f ms  (%+.3f ms against %s)%n", rounds,
+                    urls.get(i).getPath(), p99, p99 - ref, urls.get(0).getPath());
+        }
+        http.close();
+        vertx.close().await(10, TimeUnit.SECONDS);
+        return 0;
+    }
+
+    private Result phase(Vertx vertx, HttpClientAgent http, URI u, Duration d) throws InterruptedException {
+        Recorder rec = new Recorder(3);
+        AtomicLong done = new AtomicLong();
+        AtomicLong errors = new AtomicLong();
+        AtomicLong issued = new AtomicLong();
+        long start = System.nanoTime();
+        long total = Math.max(1, (long) (rate * d.toNanos() / 1e9));
+        CountDownLatch finished = new CountDownLatch(1);
+        RequestOptions get = new RequestOptions().setMethod(HttpMethod.GET).setHost(u.getHost())
+                .setPort(u.getPort() < 0 ? 80 : u.getPort()).setURI(u.getRawPath() + (u.getRawQuery() == null ? ""
+                        : "?" + u.getRawQuery())).setIdleTimeout(30_000);
+        // a 1 ms tick issues every request whose scheduled time has come; latency counts from that time
+        long timer = vertx.setPeriodic(1, id -> {
+            long now = System.nanoTime();
+            long due = Math.min(total, (long) ((now - start) / 1e9 * rate));
+            while (issued.get() < due) {
+                long n = issued.getAndIncrement();
+                long scheduled = start + (long) (n / rate * 1e9);
+                http.request(get).compose(r -> r.send()).compose(resp -> resp.body().map(b -> resp.statusCode()))
+                        .onComplete(ar -> {
+                            rec.recordValue(Math.max(1, System.nanoTime() - scheduled));
+                            if (ar.succeeded() && ar.result() / 100 == 2) {
+                                done.incrementAndGet();
+                            } else if (errors.getAndIncrement() == 0) {
+                                System.err.println("first error against " + u + ": "
+                                        + (ar.failed() ? ar.cause().toString() : "HTTP " + ar.result()));
+                            }
+                            if (done.get() + errors.get() == total) {
+                                finished.countDown();
+                            }
+                        });
+            }
+        });
+        finished.await(d.toSeconds() + 60, TimeUnit.SECONDS);
+        vertx.cancelTimer(timer);
+        double secs = (System.nanoTime() - start) / 1e9;
+        var h = rec.getIntervalHistogram();
+        return new Result(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
+                h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get());
+    }
+}
