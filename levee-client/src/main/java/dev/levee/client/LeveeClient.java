@@ -1232,6 +1232,9 @@ public final class LeveeClient implements AutoCloseable {
 
     /** Counts and logs a result; {@code spilled}: decided by a limiter beyond the group. */
     private ClientDecision done(ClientDecision d, String why, boolean spilled) {
+        if (dev.levee.runtime.Warmup.RESOURCE.equals(d.classification().resource())) {
+            return d; // a warm-up self-check: neither counted nor logged, as on the limiters
+        }
         count(d.result().word());
         if (DECISIONS.isInfoEnabled()) {
             // garbage-free: Log4j's fixed-arity call, the result word in the format, numbers through Unbox

@@ -127,7 +127,7 @@ public final class LimiterService implements AutoCloseable {
      * The resource of the warm-up's self-checks: not a valid S3 bucket name (underscore), so it never
      * shares state with real traffic; its decisions are neither logged nor counted.
      */
-    public static final String WARMUP_RESOURCE = "_levee_warmup";
+    public static final String WARMUP_RESOURCE = dev.levee.runtime.Warmup.RESOURCE;
 
     private final Options options;
     private final QuotaSource config;
