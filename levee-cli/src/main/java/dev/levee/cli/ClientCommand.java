@@ -36,7 +36,8 @@ final class ClientCommand implements Callable<Integer> {
     HostPort lineListen;
 
     @Option(names = "--line-idle-timeout", converter = Converters.DurationConverter.class, defaultValue = "60s",
-            description = "close a line connection idle this long; keep it above rate.lua's keepalive (default: ${DEFAULT-VALUE})")
+            description = "close a line connection that sent nothing this long and has no check pending; keep it above"
+                    + " rate.lua's keepalive (default: ${DEFAULT-VALUE})")
     Duration lineIdleTimeout;
 
     @Option(names = "--observer", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7000",

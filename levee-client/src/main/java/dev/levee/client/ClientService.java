@@ -53,8 +53,8 @@ public final class ClientService implements AutoCloseable {
      * The line endpoint's settings (levee-line/1; CLI {@code --line-listen}, {@code --line-idle-timeout}).
      *
      * @param listen      address to bind (port 0 picks a free port, see {@link #linePort()})
-     * @param idleTimeout how long a connection may stay idle before it is closed (default 60 s, as the HTTP
-     *                    listener; keep it above rate.lua's {@code keepalive})
+     * @param idleTimeout how long a connection may send nothing, with no check pending, before it is closed
+     *                    (default 60 s, as the HTTP listener; keep it above rate.lua's {@code keepalive})
      */
     public record Line(HostPort listen, Duration idleTimeout) {
 

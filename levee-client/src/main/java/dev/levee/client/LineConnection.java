@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.timeout.IdleStateEvent;
 import io.vertx.core.Completable;
 import io.vertx.core.Future;
 import org.slf4j.Logger;
@@ -24,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * more output, decoding stops and reading pauses; the undecoded rest waits and is decoded as answers leave.
  *
  * <p><b>Ends.</b> A malformed request is answered {@code error} after the answers due before it, then the
- * connection closes: its framing is lost. {@link #drain()} (graceful shutdown) stops reading, decodes what was
+ * connection closes: its framing is lost. The idle timer (Vert.x's, ahead of this handler: no byte received for
+ * the idle timeout) closes the connection only while no check is pending. {@link #drain()} (graceful shutdown) stops reading, decodes what was
  * already received, answers every request and closes. A check that completes after the connection closed is
  * dropped. All state is touched on the channel's event loop only; a completion from another thread is moved
  * there.
@@ -106,6 +108,14 @@ final class LineConnection extends ChannelInboundHandlerAdapter implements LineD
             pump();
         }
         ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        if (evt instanceof IdleStateEvent && pending > 0) {
+            return; // nothing came in for a while, but a check is being decided: not idle (the timer comes again)
+        }
+        ctx.fireUserEventTriggered(evt);
     }
 
     @Override

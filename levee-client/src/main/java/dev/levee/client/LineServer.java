@@ -20,8 +20,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Started from inside the Vert.x context of {@link ClientService}'s HTTP server, it accepts its
  * connections on the same event loop, and every check is made on that context: the {@link LeveeClient}'s
- * limiter connections are used from one thread whichever listener a check came in on. Idle connections
- * close after the idle timeout (Vert.x's idle handler, ahead of ours in the pipeline); a graceful
+ * limiter connections are used from one thread whichever listener a check came in on. A connection that
+ * sends nothing for the idle timeout is closed (Vert.x's idle handler, ahead of ours in the pipeline); a graceful
  * {@link #shutdown(Duration)} stops accepting and has each connection {@linkplain LineConnection#drain()
  * drain}.
  */
@@ -59,7 +59,9 @@ final class LineServer {
         NetServerOptions options = new NetServerOptions()
                 .setHost(listen.host())
                 .setPort(listen.port())
-                .setIdleTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, idleTimeout.toMillis())))
+                // idle = no request bytes for that long; a read-only idle timer also keeps Netty's IdleStateHandler
+                // off the write path, where an all-idle one turns each write's void promise into a new one
+                .setReadIdleTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, idleTimeout.toMillis())))
                 .setIdleTimeoutUnit(TimeUnit.MILLISECONDS)
                 .setTcpNoDelay(true)
                 .setReuseAddress(true);

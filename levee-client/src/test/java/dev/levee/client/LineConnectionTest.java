@@ -378,6 +378,25 @@ class LineConnectionTest {
     }
 
     @Test
+    void theIdleTimerClosesOnlyAConnectionWithNoCheckPending() {
+        Pending checks = new Pending();
+        List<Object> passed = new ArrayList<>();
+        EmbeddedChannel ch = new EmbeddedChannel(new LineConnection(checks), new io.netty.channel.ChannelInboundHandlerAdapter() {
+            @Override
+            public void userEventTriggered(io.netty.channel.ChannelHandlerContext ctx, Object evt) {
+                passed.add(evt);
+            }
+        });
+        ch.writeInbound(Unpooled.wrappedBuffer(req("GET", "h", "/1")));
+        ch.pipeline().fireUserEventTriggered(io.netty.handler.timeout.IdleStateEvent.FIRST_READER_IDLE_STATE_EVENT);
+        assertThat(passed).as("a check is pending: not idle").isEmpty();
+        checks.decide("/1", accepted());
+        ch.pipeline().fireUserEventTriggered(io.netty.handler.timeout.IdleStateEvent.READER_IDLE_STATE_EVENT);
+        assertThat(passed).containsExactly(io.netty.handler.timeout.IdleStateEvent.READER_IDLE_STATE_EVENT);
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
     void aCheckThatEndsAfterThePeerLeftIsDropped() {
         Pending checks = new Pending();
         EmbeddedChannel ch = new EmbeddedChannel(new LineConnection(checks));
