@@ -268,9 +268,15 @@ local function excerpt(s)
     return s
 end
 
+-- the most frequent answer, compared first (Lua strings are interned: one pointer comparison)
+local ACCEPTED_PLAIN = "accepted\t0\t\t"
+
 -- Reads an answer line strictly; returns the word, Retry-After, RateLimit-Policy and RateLimit (or nil),
 -- or nil and the reason it is not an answer.
 local function parse_answer(line)
+    if line == ACCEPTED_PLAIN then
+        return ACCEPTED, 0
+    end
     local t1 = find(line, "\t", 1, true)
     if t1 == nil then
         return nil, "levee-client answered \"" .. excerpt(line) .. "\", not a levee-line/1 answer"
@@ -288,6 +294,7 @@ local function parse_answer(line)
     local policy = sub(line, t2 + 1, t3 - 1)
     local limit = sub(line, t3 + 1)
     if word == REJECTED then
+        -- a decimal >= 1 (a pattern: this runs on refusals only)
         if find(retry, "^[1-9]%d*$") == nil then
             return nil, "levee-client answered rejected with Retry-After \"" .. excerpt(retry) .. "\""
         end
@@ -438,7 +445,7 @@ local function options_of(opts)
     local host = opts.host
     if host == nil then
         host = "127.0.0.1"
-    elseif type(host) ~= "string" or host == "" or find(host, "[%s/]") ~= nil then
+    elseif type(host) ~= "string" or host == "" or find(host, " ", 1, true) ~= nil or find(host, "/", 1, true) ~= nil then
         error("host must be an address such as \"127.0.0.1\", got " .. tostring(host))
     end
     return on_accept == true, true, host, whole(opts, "port", 7201, 1, 65535),
