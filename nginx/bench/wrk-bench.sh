@@ -256,8 +256,8 @@ for c in "$CONNS" 1; do
   for loc in $LOCS; do
     name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
     printf '%-14s %6s %12s %9s %9s %9s%% %10s %8s\n' "$name" "$c" "${RPS[$loc.$c]}" "${P50[$loc.$c]}" "${P99[$loc.$c]}" \
-      "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]}" 'BEGIN { printf "%.0f", 100 * a / b }')" \
-      "$(awk -v a="${P99[$loc.$c]}" -v b="${P99[none.$c]}" 'BEGIN { printf "%+.3f", a - b }')" "${ERR[$loc.$c]:-0}"
+      "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]:-}" 'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')" \
+      "$(awk -v a="${P99[$loc.$c]}" -v b="${P99[none.$c]:-}" 'BEGIN { if (b != "") printf "%+.3f", a - b; else print "-" }')" "${ERR[$loc.$c]:-0}"
   done
 done
 echo
