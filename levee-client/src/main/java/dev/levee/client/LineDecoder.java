@@ -103,11 +103,6 @@ final class LineDecoder {
         return state == BROKEN;
     }
 
-    /** Returns whether a request has begun and is not complete yet. */
-    boolean midRequest() {
-        return state != COMMAND && state != BROKEN;
-    }
-
     /**
      * Decodes what {@code in} holds from its reader index, advancing it past what was consumed: to its end,
      * to the end of the request after which {@code sink} asked to stop, or to the malformed byte.
