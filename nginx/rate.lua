@@ -5,7 +5,17 @@
 --
 --     access_by_lua_block { require("rate").attempt("/.levee", { on_failure = "allow" }) }
 --
--- attempt() makes one subrequest to the internal location "/.levee" (levee-check.conf.in), which
+-- Two transports ask levee-client (docs/nginx.md, "Transports: subrequest and cosocket"):
+--
+--   subrequest (the default)  one subrequest to the internal location, answered over HTTP
+--   cosocket                  a line of levee-line/1 over a pooled TCP connection straight to
+--                             levee-client's --line-listen, no subrequest:
+--       attempt("/.levee", { on_failure = "allow", transport = "cosocket", host = "127.0.0.1",
+--                            port = 7201, timeout = 1000, pool_size = 64, keepalive = 30000 })
+--
+-- Both give the same results, failure policy, logging, counters, $levee_result and response fields.
+--
+-- The subrequest: attempt() makes one subrequest to the internal location "/.levee" (levee-check.conf.in), which
 -- proxy_passes to the local levee-client over a keep-alive upstream. That location sends the raw
 -- facts of the S3 request as X-Levee-* headers (method, Host, request URI with its query string,
 -- x-amz-copy-source) and nothing else: no body, no Content-Length, no Transfer-Encoding, no
@@ -37,8 +47,24 @@
 -- and NGINX then closes the connection (lingering close) instead of reading the upload to discard
 -- it. A refused request without a body keeps its keep-alive connection.
 --
--- The check's timeout is the internal location's proxy_*_timeout: a subrequest cannot be
--- abandoned from Lua, so there is no per-call timeout option here (docs/nginx.md).
+-- The subrequest's timeout is the internal location's proxy_*_timeout: a subrequest cannot be
+-- abandoned from Lua, so that transport has no per-call timeout option (docs/nginx.md).
+--
+-- The cosocket transport sends "C <flags> <method><host><uri><copy-source>\n", each field as
+-- "<length>:<bytes>" ($request_method, $http_host, $request_uri, $http_x_amz_copy_source; flags 1 asks
+-- for the RateLimit fields on an accepted answer), and reads one line back:
+--
+--     <accepted|rejected|failed> TAB <retry-after> TAB <RateLimit-Policy> TAB <RateLimit> LF
+--
+-- timeout (ms) bounds the connect, the send and the read each. Any socket error or timeout closes the
+-- socket and fails the check with a reason naming the step (connect, send, receive); an answer that is
+-- not exactly of that form (an unknown result, a field too many, "error" from levee-client) fails it
+-- too. After a good answer the connection goes back to a per-worker pool of pool_size idle
+-- connections, for keepalive ms (default 30 s: below levee-client's 60 s --line-idle-timeout, so no
+-- check is sent on a connection the client is closing). A pooled connection found closed at send or
+-- receive, before any byte of an answer, is tried once more on a fresh one (levee-client restarted),
+-- as proxy_next_upstream does for the subrequest; a timeout is not. HTTP/2 requests can use
+-- cosockets: with this transport they are checked like any other.
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -54,6 +80,7 @@ local floor = math.floor
 local find = string.find
 local sub = string.sub
 local gsub = string.gsub
+local tcp = ngx.socket.tcp
 
 local ACCEPTED = "accepted"
 local REJECTED = "rejected"
@@ -170,11 +197,174 @@ end
 local CHECK_PLAIN = { method = HTTP_GET }
 local CHECK_WITH_FIELDS = { method = HTTP_GET, args = "ratelimit=1" }
 
--- Asks levee-client through the internal location; returns the result word, Retry-After
--- (seconds), when failed the reason, and the RateLimit-Policy and RateLimit values (or nil).
-local function check(location, on_accept)
+-- levee-line/1: the longest field levee-client takes, bytes (its LineDecoder)
+local MAX_METHOD = 32
+local MAX_HOST = 1024
+local MAX_URI = 16384
+local MAX_COPY_SOURCE = 8192
+
+-- per worker: connect options per levee-client address and pool size, and the options of a fresh
+-- connection for the one retry (a pool that is never filled)
+local pools = {}
+
+local function pool_of(host, port, pool_size)
+    local by_host = pools[host]
+    if by_host == nil then
+        by_host = {}
+        pools[host] = by_host
+    end
+    local key = port * 100000 + pool_size
+    local p = by_host[key]
+    if p == nil then
+        local name = "levee-line/" .. host .. ":" .. port .. "/" .. pool_size
+        p = { pooled = { pool = name, pool_size = pool_size }, fresh = { pool = name .. "/fresh" } }
+        by_host[key] = p
+    end
+    return p
+end
+
+-- Whether a failure on a connection taken from the pool means levee-client closed it before reading
+-- the request (it restarted): then one more try on a fresh connection.
+local function closed_under_us(err, partial)
+    if partial ~= nil and partial ~= "" then
+        return false
+    end
+    return err == "closed" or find(err, "reset", 1, true) ~= nil or find(err, "broken pipe", 1, true) ~= nil
+end
+
+-- Sends one request and reads the answer line; returns the line and the socket, or nil, the reason and
+-- whether to retry on a fresh connection.
+local function exchange(request, host, port, timeout, connect_opts)
+    local sock, err = tcp()
+    if sock == nil then
+        return nil, "socket: " .. tostring(err), false
+    end
+    sock:settimeout(timeout)
+    local ok
+    ok, err = sock:connect(host, port, connect_opts)
+    if not ok then
+        return nil, "connect to " .. host .. ":" .. port .. ": " .. tostring(err), false
+    end
+    local reused = (sock:getreusedtimes() or 0) > 0
+    local sent
+    sent, err = sock:send(request)
+    if not sent then
+        sock:close()
+        return nil, "send: " .. tostring(err), reused and closed_under_us(err, nil)
+    end
+    local line, partial
+    line, err, partial = sock:receive("*l")
+    if line == nil then
+        sock:close()
+        return nil, "receive: " .. tostring(err), reused and closed_under_us(err, partial)
+    end
+    return line, sock
+end
+
+local function excerpt(s)
+    if #s > 120 then
+        return sub(s, 1, 120) .. "..."
+    end
+    return s
+end
+
+-- the most frequent answer, compared first (Lua strings are interned: one pointer comparison)
+local ACCEPTED_PLAIN = "accepted\t0\t\t"
+
+-- Reads an answer line strictly; returns the word, Retry-After, RateLimit-Policy and RateLimit (or nil),
+-- or nil and the reason it is not an answer.
+local function parse_answer(line)
+    if line == ACCEPTED_PLAIN then
+        return ACCEPTED, 0
+    end
+    local t1 = find(line, "\t", 1, true)
+    if t1 == nil then
+        return nil, "levee-client answered \"" .. excerpt(line) .. "\", not a levee-line/1 answer"
+    end
+    local word = sub(line, 1, t1 - 1)
+    if word == "error" then
+        return nil, "levee-client refused the request: " .. excerpt(sub(line, t1 + 1))
+    end
+    local t2 = find(line, "\t", t1 + 1, true)
+    local t3 = t2 and find(line, "\t", t2 + 1, true)
+    if t3 == nil or find(line, "\t", t3 + 1, true) ~= nil then
+        return nil, "levee-client answered \"" .. excerpt(line) .. "\", not four fields"
+    end
+    local retry = sub(line, t1 + 1, t2 - 1)
+    local policy = sub(line, t2 + 1, t3 - 1)
+    local limit = sub(line, t3 + 1)
+    if word == REJECTED then
+        -- a decimal >= 1 (a pattern: this runs on refusals only)
+        if find(retry, "^[1-9]%d*$") == nil then
+            return nil, "levee-client answered rejected with Retry-After \"" .. excerpt(retry) .. "\""
+        end
+    elseif word == ACCEPTED or word == FAILED then
+        if retry ~= "0" then
+            return nil, "levee-client answered " .. word .. " with Retry-After \"" .. excerpt(retry) .. "\""
+        end
+    else
+        return nil, "levee-client answered an unknown result \"" .. excerpt(word) .. "\""
+    end
+    if (policy == "") ~= (limit == "") then
+        return nil, "levee-client answered one RateLimit field without the other"
+    end
+    if policy == "" then
+        return word, tonumber(retry)
+    end
+    return word, tonumber(retry), policy, limit
+end
+
+-- Asks levee-client over the line protocol (cosocket transport); returns as check() does.
+local function check_cosocket(on_accept, host, port, timeout, pool_size, keepalive)
+    local var = ngx.var
+    local method = var.request_method or ""
+    local http_host = var.http_host or ""
+    local uri = var.request_uri or ""
+    local copy = var.http_x_amz_copy_source or ""
+    if #method > MAX_METHOD or #http_host > MAX_HOST or #uri > MAX_URI or #copy > MAX_COPY_SOURCE then
+        return FAILED, 0, "request too long for levee-line/1 (method " .. #method .. ", host " .. #http_host
+                .. ", uri " .. #uri .. ", copy-source " .. #copy .. " bytes; limits 32, 1024, 16384, 8192)"
+    end
+    local request = (on_accept and "C 1 " or "C 0 ") .. #method .. ":" .. method .. #http_host .. ":" .. http_host
+            .. #uri .. ":" .. uri .. #copy .. ":" .. copy .. "\n"
+    local pool = pool_of(host, port, pool_size)
+    local line, sock, retry = exchange(request, host, port, timeout, pool.pooled)
+    local fresh = false
+    if line == nil and retry then
+        fresh = true
+        line, sock = exchange(request, host, port, timeout, pool.fresh)
+    end
+    if line == nil then
+        return FAILED, 0, sock -- the reason
+    end
+    local word, retry_after, rl_policy, rl_limit = parse_answer(line)
+    if word == nil then
+        sock:close()
+        return FAILED, 0, retry_after -- the reason
+    end
+    if fresh then
+        sock:close() -- keeps the "fresh" pool empty
+    else
+        sock:setkeepalive(keepalive)
+    end
+    if word == FAILED then
+        return FAILED, 0, "levee-client answered failed"
+    end
+    if word == ACCEPTED and not on_accept then
+        return ACCEPTED, 0
+    end
+    return word, retry_after, nil, rl_policy, rl_limit
+end
+
+-- Asks levee-client through the internal location, or over the line protocol when cosocket;
+-- returns the result word, Retry-After (seconds), when failed the reason, and the RateLimit-Policy
+-- and RateLimit values (or nil).
+local function check(location, on_accept, cosocket, host, port, timeout, pool_size, keepalive)
     if type(location) ~= "string" or location == "" then
         error("the check location must be a path such as \"/.levee\", got " .. tostring(location))
+    end
+    if cosocket then
+        return check_cosocket(on_accept, host, port, timeout, pool_size, keepalive)
     end
     if sub(location, 1, 1) ~= "/" then
         -- the form of the original design, attempt(".levee", ...), names the same location
@@ -201,9 +391,24 @@ local function check(location, on_accept)
             .. (res.truncated and " (truncated)" or "")
 end
 
+-- the options of the cosocket transport, refused with the subrequest one (a forgotten transport)
+local COSOCKET_OPTIONS = { "host", "port", "timeout", "pool_size", "keepalive" }
+
+local function whole(opts, name, default, lo, hi)
+    local v = opts[name]
+    if v == nil then
+        return default
+    end
+    if type(v) ~= "number" or v ~= floor(v) or v < lo or v > hi then
+        error(name .. " must be a whole number from " .. lo .. " to " .. hi .. ", got " .. tostring(v))
+    end
+    return v
+end
+
+-- Reads on_failure, first: a bad value of another option then takes the policy asked for.
 local function policy_of(opts)
     if opts == nil then
-        return "allow", false
+        return "allow"
     end
     if type(opts) ~= "table" then
         error("options must be a table such as { on_failure = \"allow\" }")
@@ -212,23 +417,57 @@ local function policy_of(opts)
     if policy ~= "allow" and policy ~= "deny" then
         error("on_failure must be \"allow\" or \"deny\", got " .. tostring(policy))
     end
+    return policy
+end
+
+-- Reads the other options: ratelimit_on_accept, whether the transport is cosocket and, if so, host,
+-- port, timeout (ms), pool_size and keepalive (ms).
+local function options_of(opts)
+    if opts == nil then
+        return false, false
+    end
     local on_accept = opts.ratelimit_on_accept
     if on_accept ~= nil and on_accept ~= true and on_accept ~= false then
         error("ratelimit_on_accept must be true or false, got " .. tostring(on_accept))
     end
-    return policy, on_accept == true
+    local transport = opts.transport
+    if transport == nil or transport == "subrequest" then
+        for i = 1, #COSOCKET_OPTIONS do
+            if opts[COSOCKET_OPTIONS[i]] ~= nil then
+                error(COSOCKET_OPTIONS[i] .. " is an option of transport = \"cosocket\"")
+            end
+        end
+        return on_accept == true, false
+    end
+    if transport ~= "cosocket" then
+        error("transport must be \"subrequest\" or \"cosocket\", got " .. tostring(transport))
+    end
+    local host = opts.host
+    if host == nil then
+        host = "127.0.0.1"
+    elseif type(host) ~= "string" or host == "" or find(host, " ", 1, true) ~= nil or find(host, "/", 1, true) ~= nil then
+        error("host must be an address such as \"127.0.0.1\", got " .. tostring(host))
+    end
+    return on_accept == true, true, host, whole(opts, "port", 7201, 1, 65535),
+            whole(opts, "timeout", 1000, 1, 60000), whole(opts, "pool_size", 64, 1, 10000),
+            whole(opts, "keepalive", 30000, 1, 3600000)
 end
 
 --- Checks the current request with Levee and enforces the decision (access phase).
--- @param location internal location that proxies to levee-client, e.g. "/.levee" (".levee" works too)
+-- @param location internal location that proxies to levee-client, e.g. "/.levee" (".levee" works too);
+--                 with the cosocket transport it must still be given (it is not used)
 -- @param opts     { on_failure = "allow" | "deny" (default "allow"),
---                   ratelimit_on_accept = true | false (default false) }
+--                   ratelimit_on_accept = true | false (default false),
+--                   transport = "subrequest" | "cosocket" (default "subrequest"),
+--                   and with "cosocket": host (default "127.0.0.1"), port (7201), timeout (ms for
+--                   each of connect, send and read: 1000), pool_size (idle connections kept per
+--                   worker: 64), keepalive (ms an idle connection is kept: 30000) }
 function _M.attempt(location, opts)
     local policy = "allow"
     local ok, word, retry_after, reason, rl_policy, rl_limit = pcall(function()
-        local on_accept
-        policy, on_accept = policy_of(opts)
-        return check(location, on_accept)
+        policy = policy_of(opts)
+        local on_accept, cosocket, host, port, timeout, pool_size, keepalive = options_of(opts)
+        return check(location, on_accept, cosocket, host, port, timeout, pool_size, keepalive)
     end)
     if not ok then
         -- word holds the error message

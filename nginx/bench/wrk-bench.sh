@@ -7,7 +7,12 @@
 #   /none/      no limiting
 #   /limitreq/  nginx limit_req with a generous zone (1M r/s, never refuses)
 #   /levee/     rate.lua asking levee-client, with a generous Levee quota (never refuses)
+#   /cosocket/  the same with rate.lua's cosocket transport: levee-line/1 over pooled connections to the
+#               same levee-client's --line-listen, no subrequest (docs/nginx.md, "Transports")
 #   /ideal/     rate.lua with the same check location answered by NGINX itself: the bound for any levee-client
+# (No /ideal-cosocket/ row: a null line server inside NGINX would need the stream module, which Debian ships
+# apart (libnginx-mod-stream), and stream's `return` closes the connection after each answer, so it would
+# measure a connect per check rather than a pooled check.)
 # Levee runs as in production: observer, two limiters and levee-client as separate processes.
 # Each location gets a closed-loop run at --conns connections (throughput) and one at a single
 # connection (latency of one request at a time). A fourth row sends the check alone, straight to
@@ -17,7 +22,7 @@
 # Environment: WORKERS (NGINX worker_processes, default 1), LOG_LEVEL (levee roles, default INFO),
 # CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
-# ROWS (locations measured, default "none limitreq levee ideal client"),
+# ROWS (locations measured, default "none limitreq levee cosocket ideal client"),
 # ROW_TIMES=FILE appends "location conns start-ns end-ns requests" per row (to cut a JFR recording by row),
 # CLIENT_JAVA_OPTS / LIMITER_JAVA_OPTS (extra JVM options of levee-client / each limiter; "%r" in them
 # becomes the role's name, e.g. LIMITER_JAVA_OPTS='-XX:StartFlightRecording=filename=/tmp/%r.jfr,settings=profile').
@@ -75,6 +80,7 @@ wait_for() { # port path what
 LEVEE=("$ROOT/levee")
 LIMITER_PIDS=()
 OBS=$(free_port); L1=$(free_port); L2=$(free_port); CLIENT=$(free_port); S3=$(free_port); TINY=$(free_port)
+LINE=$(free_port)
 cat > "$WORK/quotas.yaml" <<EOF
 factor: 2
 default: {rate: 1000000, burst: 100000}
@@ -92,7 +98,7 @@ for i in 1 2; do
   PIDS+=($!)
   LIMITER_PIDS+=($!)
 done
-LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${CLIENT_JAVA_OPTS//%r/client}" "${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
+LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${CLIENT_JAVA_OPTS//%r/client}" "${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --line-listen "127.0.0.1:$LINE" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
   --log-level "$LEVEL" ${CLIENT_OPTS:-} &
 PIDS+=($!)
 CLIENT_PID=$!
@@ -142,6 +148,10 @@ $("${LEVEE[@]}" nginx-config --part check)
             access_by_lua_block { require("rate").attempt("/.levee") }
             proxy_pass http://tiny;
         }
+        location /cosocket/ {
+            access_by_lua_block { require("rate").attempt("/.levee", { transport = "cosocket", host = "127.0.0.1", port = $LINE }) }
+            proxy_pass http://tiny;
+        }
         # the generated check location, pointed at NGINX's own /check instead of levee-client
 $("${LEVEE[@]}" nginx-config --part check | awk '/^location = /,/^}/' | sed -e 's|^location = /.levee|location = /.ideal|' -e 's|http://levee_client/v1/s3check|http://tiny/check|')
         location /ideal/ {
@@ -156,13 +166,14 @@ EOF
 PIDS+=($!)
 NGINX_PID=$!
 wait_for "$S3" /none/x nginx
-for loc in none limitreq levee ideal; do
+for loc in none limitreq levee cosocket ideal; do
   [ "$(http_status "$S3" "/$loc/x")" = 200 ] || { echo "/$loc/ does not answer 200" >&2; KEEP=1; exit 1; }
 done
 
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
-echo "warming up the JVMs for $WARMUP..." >&2
+echo "warming up the JVMs for $WARMUP through each transport..." >&2
 wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/levee/warm" >/dev/null
+wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/cosocket/warm" >/dev/null
 
 to_ms() { # wrk latency such as 812.00us, 1.23ms, 2.00s
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
@@ -188,7 +199,7 @@ ticks() {
 }
 busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 HZ="$(getconf CLK_TCK)"
-LOCS="${ROWS:-none limitreq levee ideal client}"
+LOCS="${ROWS:-none limitreq levee cosocket ideal client}"
 declare -A RPS P50 P99 ERR CPU_NGINX CPU_CLIENT CPU_LIMITERS CPU_ALL
 run() { # name conns
   local out n0 c0 l0 a0 n1 c1 l1 a1 t0 t1
@@ -239,14 +250,14 @@ batches() { # port: "batches checks" of POST /v1/checks
 read -r B1 C1 <<<"$(batches "$L1")"; read -r B2 C2 <<<"$(batches "$L2")"
 
 echo
-echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, levee log level $LEVEL, $(date -u +%Y-%m-%d), load average before: $LOAD_BEFORE"
+echo "NGINX enforcement point on $(nproc) cores: wrk -t1 -d$DURATION, NGINX worker_processes ${WORKERS:-1}, levee log level $LEVEL, $(date -u +%Y-%m-%d), load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-14s %6s %12s %9s %9s %10s %10s %8s\n' location conns "req/s" "p50 ms" "p99 ms" "vs none" "p99 +ms" non-2xx
 for c in "$CONNS" 1; do
   for loc in $LOCS; do
     name="/$loc/"; [ "$loc" = client ] && name="(check alone)"
     printf '%-14s %6s %12s %9s %9s %9s%% %10s %8s\n' "$name" "$c" "${RPS[$loc.$c]}" "${P50[$loc.$c]}" "${P99[$loc.$c]}" \
-      "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]}" 'BEGIN { printf "%.0f", 100 * a / b }')" \
-      "$(awk -v a="${P99[$loc.$c]}" -v b="${P99[none.$c]}" 'BEGIN { printf "%+.3f", a - b }')" "${ERR[$loc.$c]:-0}"
+      "$(awk -v a="${RPS[$loc.$c]}" -v b="${RPS[none.$c]:-}" 'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')" \
+      "$(awk -v a="${P99[$loc.$c]}" -v b="${P99[none.$c]:-}" 'BEGIN { if (b != "") printf "%+.3f", a - b; else print "-" }')" "${ERR[$loc.$c]:-0}"
   done
 done
 echo
@@ -264,3 +275,10 @@ echo "checks decided over the whole run (warm-up included): levee-client $SERVED
   "$((B1 + B2)) batches carried $((C1 + C2)) of them"
 echo "(check alone) = wrk straight to levee-client's GET /v1/s3check with the headers rate.lua's subrequest sends"
 echo "/ideal/ = rate.lua and the generated check location, answered by NGINX itself (a levee-client that costs nothing)"
+echo "/cosocket/ = rate.lua's cosocket transport to the same levee-client's line endpoint (no subrequest)"
+ratio() { awk -v a="${RPS[$1]:-}" -v b="${RPS[$2]:-}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
+for c in "$CONNS" 1; do
+  [ -n "${RPS[cosocket.$c]:-}" ] || continue
+  echo "connections $c: /cosocket/ throughput $(ratio "cosocket.$c" "levee.$c")x /levee/, $(ratio "cosocket.$c" "ideal.$c")x /ideal/," \
+    "$(ratio "cosocket.$c" "none.$c")x /none/; /levee/ $(ratio "levee.$c" "ideal.$c")x /ideal/, $(ratio "levee.$c" "none.$c")x /none/"
+done

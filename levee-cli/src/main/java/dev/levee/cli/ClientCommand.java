@@ -16,7 +16,10 @@ import picocli.CommandLine.Option;
 
 /** {@code levee client}: the client-proxy NGINX calls. */
 @Command(name = "client", mixinStandardHelpOptions = true,
-        description = "Run levee-client: classifies S3 requests, picks the limiter group with HRW, asks it.")
+        description = {"Run levee-client: classifies S3 requests, picks the limiter group with HRW, asks it.",
+                "NGINX's rate.lua asks it over HTTP (GET /v1/s3check on --listen, the subrequest transport) or, with"
+                        + " --line-listen, over the line protocol of the cosocket transport (docs/nginx.md, \"Transports:"
+                        + " subrequest and cosocket\")."})
 final class ClientCommand implements Callable<Integer> {
 
     @Mixin
@@ -25,6 +28,17 @@ final class ClientCommand implements Callable<Integer> {
     @Option(names = "--listen", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7200",
             description = "address to bind (default: ${DEFAULT-VALUE})")
     HostPort listen;
+
+    @Option(names = "--line-listen", converter = Converters.OptionalHostPortConverter.class, defaultValue = "none",
+            description = "also listen for the line protocol of rate.lua's cosocket transport (levee-line/1,"
+                    + " docs/nginx.md: same checks and answers as GET /v1/s3check, without HTTP) on HOST:PORT,"
+                    + " e.g. 127.0.0.1:7201; port 0 picks a free one; 'none' for no such listener (default: ${DEFAULT-VALUE})")
+    HostPort lineListen;
+
+    @Option(names = "--line-idle-timeout", converter = Converters.DurationConverter.class, defaultValue = "60s",
+            description = "close a line connection that sent nothing this long and has no check pending; keep it above"
+                    + " rate.lua's keepalive (default: ${DEFAULT-VALUE})")
+    Duration lineIdleTimeout;
 
     @Option(names = "--observer", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7000",
             description = "observer to poll (default: ${DEFAULT-VALUE})")
@@ -105,9 +119,11 @@ final class ClientCommand implements Callable<Integer> {
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry), "client");
-        ClientService s = Daemon.await(ClientService.start(vertx, listen, c, registry),
-                "client could not start on " + listen);
-        System.err.println("levee client listening on " + listen.host() + ":" + s.port());
+        ClientService.Line line = lineListen == null ? null : new ClientService.Line(lineListen, lineIdleTimeout);
+        ClientService s = Daemon.await(ClientService.start(vertx, listen, line, c, registry),
+                "client could not start on " + listen + (line == null ? "" : " and --line-listen " + lineListen));
+        System.err.println("levee client listening on " + listen.host() + ":" + s.port()
+                + (line == null ? "" : ", line protocol on " + lineListen.host() + ":" + s.linePort()));
         return Daemon.runUntilStopped(vertx, "client", shutdownTimeout.plusSeconds(5),
                 () -> s.stop(shutdownTimeout).eventually(c::stop));
     }

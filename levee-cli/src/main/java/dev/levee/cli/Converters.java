@@ -24,6 +24,21 @@ final class Converters {
         }
     }
 
+    /** {@code HOST:PORT}, or {@code none} (null: the listener is off). */
+    static final class OptionalHostPortConverter implements CommandLine.ITypeConverter<HostPort> {
+        @Override
+        public HostPort convert(String value) {
+            if (value != null && value.trim().equalsIgnoreCase("none")) {
+                return null;
+            }
+            try {
+                return HostPort.parse(value, "address");
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage() + " (or 'none')");
+            }
+        }
+    }
+
     /** {@code 250ms}, {@code 2s}, {@code 1m}, {@code 1h}, or ISO-8601 {@code PT2S}. */
     static final class DurationConverter implements CommandLine.ITypeConverter<Duration> {
         @Override

@@ -21,7 +21,9 @@ import picocli.CommandLine.Option;
  * {@code http {}}), {@code check} (include inside each S3 {@code server {}}), {@code site} (S3
  * upstream and server block), {@code lua} (rate.lua itself). With {@code --out DIR} it writes
  * {@code DIR/nginx.conf} and {@code DIR/lua/rate.lua}, ready for
- * {@code nginx -p DIR/ -c DIR/nginx.conf}.
+ * {@code nginx -p DIR/ -c DIR/nginx.conf}. With {@code --transport cosocket} the generated {@code attempt(...)}
+ * calls ask levee-client's line endpoint ({@code --client-line}) over a pooled cosocket instead of a subrequest;
+ * the check location is still generated (unused, it lets a location switch back by its call alone).
  */
 @Command(name = "nginx-config", mixinStandardHelpOptions = true,
         description = "Print the NGINX configuration that enforces Levee's decisions (rate.lua in access_by_lua)"
@@ -46,6 +48,16 @@ final class NginxConfigCommand implements Callable<Integer> {
     @Option(names = "--client", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7200",
             description = "the local levee-client (default: ${DEFAULT-VALUE})")
     HostPort client;
+
+    @Option(names = "--transport", defaultValue = "subrequest",
+            description = "subrequest | cosocket: how rate.lua asks levee-client — a subrequest to the check location"
+                    + " (HTTP to --client) or a pooled cosocket speaking the line protocol to --client-line (levee client"
+                    + " --line-listen); docs/nginx.md (default: ${DEFAULT-VALUE})")
+    NginxConfig.Transport transport;
+
+    @Option(names = "--client-line", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7201",
+            description = "levee-client's line endpoint, for --transport cosocket (default: ${DEFAULT-VALUE})")
+    HostPort clientLine;
 
     @Option(names = "--on-failure", defaultValue = "allow",
             description = "allow | deny: what NGINX does when no decision comes back (default: ${DEFAULT-VALUE})")
@@ -94,10 +106,18 @@ final class NginxConfigCommand implements Callable<Integer> {
     @Option(names = "--out", description = "write DIR/nginx.conf and DIR/lua/rate.lua instead of printing")
     Path out;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Override
     public Integer call() throws IOException {
+        if (clientLine.port() == 0) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "--client-line needs a port other than 0, got " + clientLine);
+        }
         NginxConfig.Builder b = NginxConfig.builder()
                 .listen(listen).backend(backend).client(client).onFailure(onFailure).timeout(timeout)
+                .transport(transport).clientLine(clientLine)
                 .rateLimitOnAccept(rateLimitOnAccept)
                 .checkLocation(checkLocation).checkInclude(checkInclude).workers(workers)
                 .statusListen(statusListen).http2(http2);

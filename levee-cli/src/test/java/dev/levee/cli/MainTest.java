@@ -307,6 +307,39 @@ class MainTest {
         }
     }
 
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            --line-listen       | nonsense          | --line-listen
+            --line-listen       | 127.0.0.1:70000   | --line-listen
+            --line-listen       | https://127.0.0.1:7201 | --line-listen
+            --line-listen       | 127.0.0.1         | --line-listen
+            --line-idle-timeout | 0s                | must be positive
+            --line-idle-timeout | soon              | --line-idle-timeout
+            """)
+    void aBadLineListenerIsRefusedNamingTheOption(String option, String value, String named) {
+        Run r = run("client", option, value);
+        assertThat(r.status()).as(r.err()).isEqualTo(2);
+        assertThat(r.err()).contains(named).doesNotContain("\tat ").doesNotContain("Exception");
+    }
+
+    @Test
+    void aLineListenerThatCannotBindStopsTheStartNamingTheOption() throws Exception {
+        try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            Run r = run("client", "--listen", "127.0.0.1:0", "--observer", "127.0.0.1:1", "--line-listen",
+                    "127.0.0.1:" + busy.getLocalPort(), "--log-target", "stderr", "--log-level", "ERROR");
+            assertThat(r.status()).isEqualTo(1);
+            assertThat(r.err()).contains("--line-listen 127.0.0.1:" + busy.getLocalPort()).doesNotContain("\tat ");
+        }
+    }
+
+    @Test
+    void theClientsHelpNamesTheLineListener() {
+        Run r = run("client", "--help");
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).contains("--line-listen").contains("cosocket").contains("--line-idle-timeout")
+                .contains("default: none");
+    }
+
     @Test
     void bucketNamesMayNotBeginWithAHyphen() {
         assertThat(BucketNames.problem("-bucket")).contains("begin and end");

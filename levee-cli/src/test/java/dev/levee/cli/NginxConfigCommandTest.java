@@ -74,6 +74,53 @@ class NginxConfigCommandTest {
     }
 
     @Test
+    void theCosocketTransportAsksTheLineEndpointWithTheCheckTimeout() {
+        MainTest.Run r = MainTest.run("nginx-config", "--part", "site", "--transport", "cosocket", "--client-line",
+                "127.0.0.1:7301", "--timeout", "250ms", "--on-failure", "deny", "--ratelimit-headers-on-accept");
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"deny\", ratelimit_on_accept = true,"
+                + " transport = \"cosocket\", host = \"127.0.0.1\", port = 7301, timeout = 250 })");
+        MainTest.Run v6 = MainTest.run("nginx-config", "--part", "site", "--transport", "COSOCKET", "--client-line", "[::1]:7201");
+        assertThat(v6.status()).as(v6.err()).isZero();
+        assertThat(v6.out()).contains("transport = \"cosocket\", host = \"[::1]\", port = 7201, timeout = 1000 })");
+        // the check location and @levee_slowdown are still there: the subrequest is one word away
+        assertThat(MainTest.run("nginx-config", "--transport", "cosocket").out()).contains("location = /.levee {")
+                .contains("location @levee_slowdown");
+    }
+
+    @Test
+    void theSubrequestTransportIsTheDefaultAndIgnoresTheLineAddress() {
+        MainTest.Run r = MainTest.run("nginx-config", "--part", "site", "--client-line", "127.0.0.1:7301");
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\" })").doesNotContain("cosocket");
+        assertThat(MainTest.run("nginx-config", "--part", "site", "--transport", "subrequest").out())
+                .isEqualTo(MainTest.run("nginx-config", "--part", "site").out());
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', textBlock = """
+            --transport   | tcp                    | tcp
+            --transport   | ''                     | --transport
+            --client-line | nonsense               | --client-line
+            --client-line | 127.0.0.1:70000        | --client-line
+            --client-line | https://127.0.0.1:7201 | --client-line
+            --client-line | 127.0.0.1:0            | --client-line needs a port other than 0
+            """)
+    void badTransportValuesAreRefusedWithExitCode2(String option, String value, String expected) {
+        MainTest.Run r = MainTest.run("nginx-config", "--transport", "cosocket", option, value);
+        assertThat(r.status()).as(r.err()).isEqualTo(2);
+        assertThat(r.out()).isEmpty();
+        assertThat(r.err()).contains(expected).doesNotContain("Exception").doesNotContain("\tat ");
+    }
+
+    @Test
+    void http2IsRefusedWithTheCosocketTransportForItsOwnReason() {
+        MainTest.Run r = MainTest.run("nginx-config", "--http2", "--transport", "cosocket");
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.err()).contains("h2c").contains("TLS listener").doesNotContain("subrequests from HTTP/2");
+    }
+
+    @Test
     void openRestyNeedsNoModules() {
         MainTest.Run r = MainTest.run("nginx-config", "--lua-module", "none");
         assertThat(r.status()).as(r.err()).isZero();

@@ -48,7 +48,8 @@ public record ClientDecision(Result result, long retryAfter, long remaining, Str
                 : RateLimitFields.limit(level, remaining, reset);
     }
 
-    private boolean hasQuota() {
+    /** Returns whether the RateLimit fields exist for this decision (an enforced quota decided it). */
+    boolean hasQuota() {
         return result != Result.FAILED && level != null && reset > 0;
     }
 

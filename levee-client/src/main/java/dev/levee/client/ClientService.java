@@ -10,6 +10,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerRequest;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -28,6 +29,10 @@ import org.slf4j.LoggerFactory;
  * with the limiter, resource, operation and matched quota level. A request missing method or URI
  * gets 400. Also {@code GET /health} (503 while no limiter is known — every check then fails and passes by
  * NGINX's failure policy — or the observer is unreachable, with the reason) and {@code GET /metrics}.
+ *
+ * <p>Optionally a second listener speaks levee-line/1, the line protocol of rate.lua's cosocket transport
+ * ({@link Line}; docs/nginx.md, "Transports: subrequest and cosocket"): the same checks by the same
+ * {@link LeveeClient} with the same answers, without HTTP. Both listeners run on one event loop.
  */
 public final class ClientService implements AutoCloseable {
 
@@ -35,10 +40,38 @@ public final class ClientService implements AutoCloseable {
 
     private final LeveeClient client;
     private final HttpServer server;
+    /** The line endpoint, or null when off. */
+    private final LineServer line;
 
-    private ClientService(LeveeClient client, HttpServer server) {
+    private ClientService(LeveeClient client, HttpServer server, LineServer line) {
         this.client = client;
         this.server = server;
+        this.line = line;
+    }
+
+    /**
+     * The line endpoint's settings (levee-line/1; CLI {@code --line-listen}, {@code --line-idle-timeout}).
+     *
+     * @param listen      address to bind (port 0 picks a free port, see {@link #linePort()})
+     * @param idleTimeout how long a connection may send nothing, with no check pending, before it is closed
+     *                    (default 60 s, as the HTTP listener; keep it above rate.lua's {@code keepalive})
+     */
+    public record Line(HostPort listen, Duration idleTimeout) {
+
+        /** The default idle timeout: 60 s. */
+        public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(60);
+
+        /**
+         * Validates the settings.
+         *
+         * @throws IllegalArgumentException when the idle timeout is not positive
+         */
+        public Line {
+            java.util.Objects.requireNonNull(listen, "listen");
+            if (idleTimeout == null || idleTimeout.isNegative() || idleTimeout.isZero()) {
+                throw new IllegalArgumentException("the line idle timeout must be positive, got " + idleTimeout);
+            }
+        }
     }
 
     /** The JSON form of a check. */
@@ -52,10 +85,31 @@ public final class ClientService implements AutoCloseable {
      * @return the running service once it listens
      */
     public static Future<ClientService> start(Vertx vertx, HostPort listen, LeveeClient client, MeterRegistry registry) {
-        return Http.listen(vertx, listen, req -> handle(req, client, registry)).map(s -> {
-            LOG.info("client endpoint listening on {}:{}", listen.host(), s.actualPort());
-            return new ClientService(client, s);
-        });
+        return start(vertx, listen, null, client, registry);
+    }
+
+    /**
+     * Starts the endpoint and, when {@code line} is given, the line endpoint beside it, both on one event loop
+     * of their own (so the client's limiter connections are used from one thread for both).
+     *
+     * @param listen address of the HTTP endpoint (default 127.0.0.1:7200)
+     * @param line   the line endpoint, or null for none
+     * @return the running service once both listen; when one cannot, a failure naming it (and neither runs)
+     */
+    public static Future<ClientService> start(Vertx vertx, HostPort listen, Line line, LeveeClient client,
+                                              MeterRegistry registry) {
+        return Http.onOwnEventLoop(vertx, () -> vertx.createHttpServer(Http.defaults(listen))
+                .requestHandler(req -> handle(req, client, registry)).listen()
+                .compose(http -> {
+                    LOG.info("client endpoint listening on {}:{}", listen.host(), http.actualPort());
+                    if (line == null) {
+                        return Future.succeededFuture(new ClientService(client, http, null));
+                    }
+                    return LineServer.listen(vertx, line.listen(), line.idleTimeout(), client)
+                            .map(l -> new ClientService(client, http, l))
+                            .recover(e -> http.close().transform(v -> Future.failedFuture(
+                                    new IllegalStateException("line endpoint " + line.listen() + ": " + e.getMessage(), e))));
+                }));
     }
 
     private static void handle(HttpServerRequest req, LeveeClient client, MeterRegistry registry) {
@@ -159,6 +213,11 @@ public final class ClientService implements AutoCloseable {
         return server.actualPort();
     }
 
+    /** Returns the bound port of the line endpoint, or -1 when there is none. */
+    public int linePort() {
+        return line == null ? -1 : line.port();
+    }
+
     /** Returns the client library behind the endpoint. */
     public LeveeClient client() {
         return client;
@@ -166,20 +225,21 @@ public final class ClientService implements AutoCloseable {
 
     /** Stops listening at once, closing connections with checks in flight (the client is closed by its owner). */
     public Future<Void> stop() {
-        return server.close();
+        return line == null ? server.close() : Future.join(server.close(), line.close()).mapEmpty();
     }
 
     /**
      * Stops gracefully (issue 10): stops accepting connections, answers every check already received
      * — including those queued in the {@link LeveeClient} to be batched — and closes each connection
-     * once its checks are answered, or after {@code timeout} at the latest. The client library is
-     * closed by its owner, after this completes.
+     * once its checks are answered, or after {@code timeout} at the latest; the line endpoint alike (every
+     * request already received is answered). The client library is closed by its owner, after this completes.
      *
      * @param timeout longest wait for checks in flight (CLI {@code --shutdown-deadline}, default 5 s)
      * @return completes once every connection is closed
      */
-    public Future<Void> stop(java.time.Duration timeout) {
-        return server.shutdown(timeout);
+    public Future<Void> stop(Duration timeout) {
+        return line == null ? server.shutdown(timeout)
+                : Future.join(server.shutdown(timeout), line.shutdown(timeout)).mapEmpty();
     }
 
     @Override

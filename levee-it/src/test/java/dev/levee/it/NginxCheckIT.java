@@ -30,67 +30,116 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.params.AfterParameterizedClassInvocation;
+import org.junit.jupiter.params.BeforeParameterizedClassInvocation;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * rate.lua and the generated configuration on a real NGINX, between two recording HTTP servers on
+ * rate.lua and the generated configuration on a real NGINX, between two recording servers on
  * loopback: one stands in for levee-client (it decides by a marker in the URI, so every result and
  * failure is reproducible), the other for the S3 backend. Each test sees the exact bytes NGINX sent
  * to both, and the exact bytes the client got back.
+ *
+ * <p>Every case runs for both transports of rate.lua (docs/nginx.md, "Transports: subrequest and
+ * cosocket"): the subrequest to the check location, answered by an HTTP stand-in, and the cosocket,
+ * answered by a stand-in of the line endpoint that records each request as the HTTP check it stands
+ * for and answers by the same markers. Cases of one transport only say so.
  */
+@ParameterizedClass(name = "transport {0}")
+@ValueSource(strings = {"subrequest", "cosocket"})
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class NginxCheckIT {
 
-    static NginxRawHttp.Server client;
+    static NginxRawHttp.Recording client;
     static NginxRawHttp.Server backend;
     static EmbeddedNginx nginx;
+    static String transport;
     static final AtomicInteger SEQ = new AtomicInteger();
 
-    @BeforeAll
-    static void start() throws IOException {
+    @Parameter
+    String transportOfThisRun;
+
+    /** The options that select this run's transport, after the others in an attempt() call. */
+    static String via() {
+        return cosocket() ? ", transport = \"cosocket\", host = \"127.0.0.1\", port = " + client.port()
+                + ", timeout = 500" : "";
+    }
+
+    static boolean cosocket() {
+        return transport.equals("cosocket");
+    }
+
+    /** Returns the attempt() call with {@code options} and this run's transport (no table when there are neither). */
+    static String attempt(String location, String options) {
+        String all = options.isEmpty() ? via().replaceFirst("^, ", "") : options + via();
+        return "require(\"rate\").attempt(" + location + (all.isEmpty() ? ")" : ", { " + all + " })");
+    }
+
+    @BeforeParameterizedClassInvocation
+    static void start(String transportOfThisRun) throws IOException {
         assertThat(EmbeddedNginx.unavailable()).as("nginx with the lua module (scripts/test installs it)").isEmpty();
-        client = new NginxRawHttp.Server(NginxCheckIT::decide);
+        transport = transportOfThisRun;
+        client = cosocket() ? new NginxRawHttp.LineServer(NginxCheckIT::decideLine) : new NginxRawHttp.Server(NginxCheckIT::decide);
         backend = new NginxRawHttp.Server(r -> Answer.of(200, "stored " + r.body().length, "X-Backend", "raw"));
         NginxConfig.Builder b = NginxConfig.builder()
-                .client(new HostPort("127.0.0.1", client.port()))
+                .client(new HostPort("127.0.0.1", cosocket() ? backend.port() : client.port())) // cosocket: unused
+                .transport(cosocket() ? NginxConfig.Transport.COSOCKET : NginxConfig.Transport.SUBREQUEST)
+                .clientLine(new HostPort("127.0.0.1", client.port()))
                 .backend(new HostPort("127.0.0.1", backend.port()))
                 .timeout(Duration.ofMillis(500))
                 .workers("1");
         String check = b.build().render(NginxConfig.Part.CHECK);
         String extra = NginxRawHttp.server("127.0.0.1:{{port:deny}}", "s3_backend",
-                        "require(\"rate\").attempt(\"/.levee\", { on_failure = \"deny\" })", check)
-                + NginxRawHttp.server("127.0.0.1:{{port:h2}} http2", "s3_backend",
-                        "require(\"rate\").attempt(\"/.levee\")", check)
+                        attempt("\"/.levee\"", "on_failure = \"deny\""), check)
+                + NginxRawHttp.server("127.0.0.1:{{port:h2}} http2", "s3_backend", attempt("\"/.levee\"", ""), check)
                 + NginxRawHttp.server("127.0.0.1:{{port:h2deny}} http2", "s3_backend",
-                        "require(\"rate\").attempt(\"/.levee\", { on_failure = \"deny\" })", check)
+                        attempt("\"/.levee\"", "on_failure = \"deny\""), check)
                 // a Lua error inside attempt(): the check location is not a path
                 + NginxRawHttp.server("127.0.0.1:{{port:luaerr}}", "s3_backend",
-                        "require(\"rate\").attempt(nil, { on_failure = \"allow\" })", check)
+                        attempt("nil", "on_failure = \"allow\""), check)
                 + NginxRawHttp.server("127.0.0.1:{{port:luaerrdeny}}", "s3_backend",
-                        "require(\"rate\").attempt(nil, { on_failure = \"deny\" })", check)
+                        attempt("nil", "on_failure = \"deny\""), check)
+                // a bad option after on_failure: the policy asked for still applies
+                + NginxRawHttp.server("127.0.0.1:{{port:badflagdeny}}", "s3_backend",
+                        attempt("\"/.levee\"", "on_failure = \"deny\", ratelimit_on_accept = \"yes\""), check)
                 // the call as the original design writes it: location name without the slash
                 + NginxRawHttp.server("127.0.0.1:{{port:seedform}}", "s3_backend",
-                        "require(\"rate\").attempt(\".levee\", { on_failure = \"deny\" })", check);
+                        attempt("\".levee\"", "on_failure = \"deny\""), check);
+        if (cosocket()) {
+            // nothing listens on the port "dead" (EmbeddedNginx picked it free); a bad option is a Lua error
+            extra += NginxRawHttp.server("127.0.0.1:{{port:dead}}", "s3_backend", "require(\"rate\").attempt(\"/.levee\","
+                            + " { transport = \"cosocket\", port = {{port:nothing}}, timeout = 500 })", check)
+                    + NginxRawHttp.server("127.0.0.1:{{port:deaddeny}}", "s3_backend", "require(\"rate\").attempt(\"/.levee\","
+                            + " { on_failure = \"deny\", transport = \"cosocket\", port = {{port:nothing}}, timeout = 500 })", check)
+                    + NginxRawHttp.server("127.0.0.1:{{port:badopt}}", "s3_backend", "require(\"rate\").attempt(\"/.levee\","
+                            + " { on_failure = \"deny\", transport = \"cosocket\", port = 0 })", check)
+                    + NginxRawHttp.server("127.0.0.1:{{port:forgot}}", "s3_backend", "require(\"rate\").attempt(\"/.levee\","
+                            + " { on_failure = \"deny\", port = " + client.port() + " })", check);
+        }
         nginx = EmbeddedNginx.start(b.extraHttp(extra));
     }
 
-    @AfterAll
+    @AfterParameterizedClassInvocation
     static void stop() throws IOException {
         if (nginx != null) {
             nginx.close();
+            nginx = null;
         }
         if (client != null) {
             client.close();
+            client = null;
         }
         if (backend != null) {
             backend.close();
+            backend = null;
         }
     }
 
@@ -117,6 +166,54 @@ class NginxCheckIT {
             }
         }
         return Answer.of(200, "{\"result\":\"accepted\"}", "X-Levee-Result", "accepted");
+    }
+
+    /** Markers a line answer may be broken by, each failing the check for its own reason. */
+    static final Map<String, String> BROKEN_ANSWERS = Map.of(
+            "fields5", "accepted\t0\t\t\tx",
+            "nofields", "accepted",
+            "unknownword", "admitted\t0\t\t",
+            "rejzero", "rejected\t0\t\t",
+            "accretry", "accepted\t3\t\t",
+            "onefield", "rejected\t2\t\"resource\";q=4;w=1\t",
+            "errans", "error\turi length 99999 exceeds 16384 bytes");
+
+    /** Keys of "drop-once" requests closed once without an answer. */
+    static final Set<String> DROPPED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * The stand-in line endpoint: the same markers as {@link #decide}, as levee-line/1 answers; and markers of
+     * its own for what only a socket can do: close without answering ({@code drop-once}, {@code drop-always})
+     * and broken answers ({@link #BROKEN_ANSWERS}).
+     */
+    static String decideLine(Request r) {
+        String uri = r.header("X-Levee-Uri");
+        if (uri.contains("drop-always")) {
+            return null;
+        }
+        if (uri.contains("drop-once") && DROPPED.add(uri)) {
+            return null;
+        }
+        for (Map.Entry<String, String> e : BROKEN_ANSWERS.entrySet()) {
+            if (uri.contains("broken-" + e.getKey())) {
+                return e.getValue();
+            }
+        }
+        Answer a = decide(r);
+        String result = a.headers().stream().filter(h -> h.getKey().equals("X-Levee-Result")).map(Map.Entry::getValue)
+                .findFirst().orElse(null);
+        String retry = a.headers().stream().filter(h -> h.getKey().equals("Retry-After")).map(Map.Entry::getValue)
+                .findFirst().orElse("0");
+        if (a.status() == 200 && "accepted".equals(result)) {
+            return "accepted\t0\t\t";
+        }
+        if (a.status() == 429 && "rejected".equals(result)) {
+            return "rejected\t" + retry + "\t\t";
+        }
+        if (a.status() == 500 && "failed".equals(result)) {
+            return "failed\t0\t\t";
+        }
+        return a.status() + " " + new String(a.body(), StandardCharsets.UTF_8); // not levee-client's answer
     }
 
     static String marker(String what) {
@@ -386,15 +483,24 @@ class NginxCheckIT {
             assertThat(r.status()).isEqualTo(503);
             assertThat(r.bodyText()).contains("<Code>SlowDown</Code>");
         }
+        String badFlag = marker("luaerr-badflag");
+        try (Conn c = new Conn(nginx.port("badflagdeny"))) {
+            Response r = c.send("GET /bkt/" + badFlag + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false);
+            assertThat(r.status()).as("on_failure = deny though a later option is bad").isEqualTo(503);
+        }
         assertThat(resultInAccessLog(allow)).isEqualTo("failed");
         assertThat(resultInAccessLog(deny)).isEqualTo("failed");
+        assertThat(resultInAccessLog(badFlag)).isEqualTo("failed");
         assertThat(client.requestsFor(allow)).isEmpty();
-        await().atMost(Duration.ofSeconds(5)).until(() -> Files.readString(nginx.errorLog()).contains("lua error"));
+        assertThat(client.requestsFor(badFlag)).isEmpty();
+        await().atMost(Duration.ofSeconds(5)).until(() -> Files.readString(nginx.errorLog()).contains("lua error")
+                && Files.readString(nginx.errorLog()).contains("ratelimit_on_accept must be true or false, got yes"));
     }
 
     @Test
     @Order(11)
     void http2ListenerTakesTheOnFailurePathNeverABare500() throws Exception {
+        Assumptions.assumeFalse(cosocket(), "the subrequest transport: the lua module makes no subrequests from HTTP/2");
         String allow = marker("h2-allow");
         String deny = marker("h2-deny");
         Vertx vertx = Vertx.vertx();
@@ -412,6 +518,32 @@ class NginxCheckIT {
         assertThat(resultInAccessLog(allow)).isEqualTo("failed");
         assertThat(resultInAccessLog(deny)).isEqualTo("failed");
         await().atMost(Duration.ofSeconds(5)).until(() -> Files.readString(nginx.errorLog()).contains("HTTP/2 request"));
+    }
+
+    @Test
+    @Order(11)
+    void http2RequestsAreCheckedByTheCosocketTransport() throws Exception {
+        Assumptions.assumeTrue(cosocket(), "cosockets work in HTTP/2 requests");
+        String ok = marker("h2-ok");
+        String refused = marker("h2-reject");
+        Vertx vertx = Vertx.vertx();
+        try {
+            var http = vertx.createHttpClient(new HttpClientOptions().setProtocolVersion(HttpVersion.HTTP_2)
+                    .setHttp2ClearTextUpgrade(false));
+            int[] okStatus = h2(http, nginx.port("h2"), "/bkt/" + ok);
+            int[] refusedStatus = h2(http, nginx.port("h2deny"), "/bkt/" + refused);
+            assertThat(okStatus[1]).as("protocol").isEqualTo(2);
+            assertThat(okStatus[0]).isEqualTo(200);
+            assertThat(refusedStatus[0]).isEqualTo(503);
+        } finally {
+            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        }
+        assertThat(resultInAccessLog(ok)).isEqualTo("accepted");
+        assertThat(resultInAccessLog(refused)).isEqualTo("rejected");
+        assertThat(client.requestsFor(ok)).singleElement()
+                .satisfies(chk -> assertThat(chk.header("X-Levee-Method")).isEqualTo("GET"));
+        assertThat(backend.requestsFor(ok)).hasSize(1);
+        assertThat(backend.requestsFor(refused)).isEmpty();
     }
 
     private static int[] h2(io.vertx.core.http.HttpClient http, int port, String uri) throws Exception {
@@ -471,6 +603,115 @@ class NginxCheckIT {
             assertThat(r.status()).isEqualTo(404);
         }
         assertThat(client.requests()).hasSize(checksBefore);
+    }
+
+    @Test
+    @Order(20)
+    void cosocketConnectionsComeFromThePool() throws IOException {
+        Assumptions.assumeTrue(cosocket(), "the cosocket transport's connection pool");
+        NginxRawHttp.LineServer line = (NginxRawHttp.LineServer) client;
+        int before = line.connections();
+        try (Conn c = new Conn(nginx.port())) {
+            for (int i = 0; i < 20; i++) {
+                assertThat(c.send("GET /bkt/" + marker("pooled") + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false)
+                        .status()).isEqualTo(200);
+            }
+        }
+        // one worker, one check at a time: at most one new connection for the 20 checks
+        assertThat(line.connections() - before).isLessThanOrEqualTo(1);
+    }
+
+    @Test
+    @Order(21)
+    void aPooledConnectionClosedUnderTheCheckIsTriedOnceMoreOnAFreshOne() throws IOException {
+        Assumptions.assumeTrue(cosocket(), "the cosocket transport's retry");
+        String warm = marker("warm");
+        String once = marker("drop-once");
+        String always = marker("drop-always");
+        try (Conn c = new Conn(nginx.port())) {
+            // leaves a connection in the pool, which the next check takes
+            assertThat(c.send("GET /bkt/" + warm + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false).status())
+                    .isEqualTo(200);
+            assertThat(c.send("GET /bkt/" + once + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false).status())
+                    .isEqualTo(200);
+            assertThat(c.send("GET /bkt/" + warm + "-2 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false).status())
+                    .isEqualTo(200);
+        }
+        assertThat(resultInAccessLog(once)).isEqualTo("accepted");
+        assertThat(client.requestsFor(once)).as("closed once, answered on a fresh connection").hasSize(2);
+        try (Conn c = new Conn(nginx.port("deny"))) {
+            Response r = c.send("GET /bkt/" + always + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false);
+            assertThat(r.status()).isEqualTo(503);
+            assertThat(r.header("Retry-After")).isEqualTo("1");
+        }
+        assertThat(resultInAccessLog(always)).isEqualTo("failed");
+        assertThat(client.requestsFor(always)).as("one retry, not more").hasSize(2);
+        await().atMost(Duration.ofSeconds(5)).until(() -> Files.readString(nginx.errorLog()).contains("(receive: closed)"));
+    }
+
+    @Test
+    @Order(22)
+    void aBrokenAnswerFailsTheCheckWithItsReason() throws IOException {
+        Assumptions.assumeTrue(cosocket(), "answers of the line protocol");
+        for (String kind : BROKEN_ANSWERS.keySet()) {
+            String m = marker("broken-" + kind);
+            try (Conn c = new Conn(nginx.port("deny"))) {
+                Response r = c.send("GET /bkt/" + m + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false);
+                assertThat(r.status()).as(kind).isEqualTo(503);
+                assertThat(r.header("Retry-After")).as(kind).isEqualTo("1");
+                assertThat(r.header("RateLimit")).as(kind).isNull();
+            }
+            assertThat(resultInAccessLog(m)).as(kind).isEqualTo("failed");
+            assertThat(backend.requestsFor(m)).isEmpty();
+        }
+        await().atMost(Duration.ofSeconds(5)).until(() -> {
+            String log = Files.readString(nginx.errorLog());
+            return log.contains("levee-client answered an unknown result \"admitted\"")
+                    && log.contains("levee-client answered rejected with Retry-After \"0\"")
+                    && log.contains("levee-client refused the request: uri length 99999 exceeds 16384 bytes")
+                    && log.contains("not four fields") && log.contains("one RateLimit field without the other");
+        });
+    }
+
+    @Test
+    @Order(23)
+    void noLineEndpointFollowsOnFailureNamingTheConnect() throws IOException {
+        Assumptions.assumeTrue(cosocket(), "the cosocket transport's connect");
+        String allow = marker("dead-allow");
+        String deny = marker("dead-deny");
+        try (Conn c = new Conn(nginx.port("dead"))) {
+            assertThat(c.send("GET /bkt/" + allow + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false).status())
+                    .isEqualTo(200);
+        }
+        try (Conn c = new Conn(nginx.port("deaddeny"))) {
+            Response r = c.send("GET /bkt/" + deny + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false);
+            assertThat(r.status()).isEqualTo(503);
+            assertThat(r.bodyText()).contains("<Code>SlowDown</Code>");
+        }
+        assertThat(resultInAccessLog(allow)).isEqualTo("failed");
+        assertThat(resultInAccessLog(deny)).isEqualTo("failed");
+        await().atMost(Duration.ofSeconds(5)).until(() -> Files.readString(nginx.errorLog())
+                .contains("(connect to 127.0.0.1:" + nginx.port("nothing") + ": connection refused)"));
+    }
+
+    @Test
+    @Order(24)
+    void badCosocketOptionsAreLuaErrorsThatFollowOnFailure() throws IOException {
+        Assumptions.assumeTrue(cosocket(), "options of the cosocket transport");
+        for (String server : List.of("badopt", "forgot")) {
+            String m = marker("opt-" + server);
+            try (Conn c = new Conn(nginx.port(server))) {
+                Response r = c.send("GET /bkt/" + m + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").read(false);
+                assertThat(r.status()).as(server).isEqualTo(503);
+            }
+            assertThat(resultInAccessLog(m)).isEqualTo("failed");
+            assertThat(client.requestsFor(m)).isEmpty();
+        }
+        await().atMost(Duration.ofSeconds(5)).until(() -> {
+            String log = Files.readString(nginx.errorLog());
+            return log.contains("lua error: ") && log.contains("port must be a whole number from 1 to 65535, got 0")
+                    && log.contains("port is an option of transport = \"cosocket\"");
+        });
     }
 
     @Test

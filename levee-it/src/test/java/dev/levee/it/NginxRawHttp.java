@@ -92,8 +92,25 @@ final class NginxRawHttp {
         }
     }
 
+    /** A stand-in levee-client that records the checks it gets. */
+    interface Recording extends AutoCloseable {
+        int port();
+
+        /** Returns every check received so far, oldest first. */
+        List<Request> requests();
+
+        /** Returns the checks whose target contains {@code marker}, or whose X-Levee-Uri does. */
+        default List<Request> requestsFor(String marker) {
+            return requests().stream().filter(r -> r.target().contains(marker)
+                    || (r.header("X-Levee-Uri") != null && r.header("X-Levee-Uri").contains(marker))).toList();
+        }
+
+        @Override
+        void close() throws IOException;
+    }
+
     /** A keep-alive HTTP/1.1 server on a free loopback port that records every request. */
-    static final class Server implements AutoCloseable {
+    static final class Server implements Recording {
         private final ServerSocket socket;
         private final Function<Request, Answer> handler;
         private final List<Request> requests = new CopyOnWriteArrayList<>();
@@ -106,19 +123,14 @@ final class NginxRawHttp {
             Thread.ofVirtual().name("raw-http-accept").start(this::acceptLoop);
         }
 
-        int port() {
+        @Override
+        public int port() {
             return socket.getLocalPort();
         }
 
-        /** Returns every request received so far, oldest first. */
-        List<Request> requests() {
+        @Override
+        public List<Request> requests() {
             return List.copyOf(requests);
-        }
-
-        /** Returns the requests whose target contains {@code marker}, or whose X-Levee-Uri does. */
-        List<Request> requestsFor(String marker) {
-            return requests.stream().filter(r -> r.target().contains(marker)
-                    || (r.header("X-Levee-Uri") != null && r.header("X-Levee-Uri").contains(marker))).toList();
         }
 
         private void acceptLoop() {
@@ -168,6 +180,146 @@ final class NginxRawHttp {
                     if (!r.method().equals("HEAD")) {
                         out.write(a.body());
                     }
+                    out.flush();
+                }
+            } catch (IOException | RuntimeException e) {
+                // the peer went away
+            } finally {
+                open.remove(s);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            closed = true;
+            socket.close();
+            for (Socket s : open) {
+                s.close();
+            }
+        }
+    }
+
+    /**
+     * A stand-in for levee-client's line endpoint (levee-line/1, docs/nginx.md), parsing strictly on its own:
+     * each request is recorded as the HTTP check it stands for ({@code GET /v1/s3check}, {@code ?ratelimit=1}
+     * for flags 1, the fields as {@code X-Levee-*} headers, an empty host or copy source left out as NGINX
+     * does), so that a test reads both transports alike. The handler gives the answer line without its LF, or
+     * null to close the connection without answering. Malformed input is answered {@code error} and closed.
+     */
+    static final class LineServer implements Recording {
+        private final ServerSocket socket;
+        private final Function<Request, String> handler;
+        private final List<Request> requests = new CopyOnWriteArrayList<>();
+        private final List<Socket> open = new CopyOnWriteArrayList<>();
+        private final java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
+        private final List<String> errors = new CopyOnWriteArrayList<>();
+        private volatile boolean closed;
+
+        LineServer(Function<Request, String> handler) throws IOException {
+            this.handler = handler;
+            this.socket = new ServerSocket(0, 128, InetAddress.getLoopbackAddress());
+            Thread.ofVirtual().name("raw-line-accept").start(this::acceptLoop);
+        }
+
+        @Override
+        public int port() {
+            return socket.getLocalPort();
+        }
+
+        @Override
+        public List<Request> requests() {
+            return List.copyOf(requests);
+        }
+
+        /** Returns how many connections were accepted so far. */
+        int connections() {
+            return connections.get();
+        }
+
+        /** Returns the malformed requests seen, as the reasons answered. */
+        List<String> errors() {
+            return List.copyOf(errors);
+        }
+
+        private void acceptLoop() {
+            while (!closed) {
+                try {
+                    Socket s = socket.accept();
+                    connections.incrementAndGet();
+                    open.add(s);
+                    Thread.ofVirtual().name("raw-line-conn").start(() -> serve(s));
+                } catch (IOException e) {
+                    return;
+                }
+            }
+        }
+
+        private static String field(InputStream in, String name, int limit) throws IOException {
+            int n = 0;
+            int digits = 0;
+            for (int c; (c = in.read()) != ':'; ) {
+                if (c < '0' || c > '9' || ++digits > 5) {
+                    throw new IllegalArgumentException(name + " length");
+                }
+                n = n * 10 + (c - '0');
+            }
+            if (digits == 0 || n > limit) {
+                throw new IllegalArgumentException(name + " length");
+            }
+            byte[] b = in.readNBytes(n);
+            if (b.length != n) {
+                throw new EOFException(name);
+            }
+            return new String(b, StandardCharsets.ISO_8859_1);
+        }
+
+        private void serve(Socket s) {
+            try (s) {
+                InputStream in = s.getInputStream();
+                OutputStream out = s.getOutputStream();
+                while (!closed) {
+                    int first = in.read();
+                    if (first < 0) {
+                        return;
+                    }
+                    Request r;
+                    try {
+                        if (first != 'C' || in.read() != ' ') {
+                            throw new IllegalArgumentException("request must start with 'C'");
+                        }
+                        int flags = in.read();
+                        if ((flags != '0' && flags != '1') || in.read() != ' ') {
+                            throw new IllegalArgumentException("flags");
+                        }
+                        String method = field(in, "method", 32);
+                        String host = field(in, "host", 1024);
+                        String uri = field(in, "uri", 16384);
+                        String copy = field(in, "copy-source", 8192);
+                        if (in.read() != '\n' || method.isEmpty() || uri.isEmpty()) {
+                            throw new IllegalArgumentException("end of request");
+                        }
+                        List<Map.Entry<String, String>> h = new ArrayList<>();
+                        h.add(Map.entry("X-Levee-Method", method));
+                        if (!host.isEmpty()) {
+                            h.add(Map.entry("X-Levee-Host", host));
+                        }
+                        h.add(Map.entry("X-Levee-Uri", uri));
+                        if (!copy.isEmpty()) {
+                            h.add(Map.entry("X-Levee-Copy-Source", copy));
+                        }
+                        r = new Request("GET", "/v1/s3check" + (flags == '1' ? "?ratelimit=1" : ""), h, new byte[0], false);
+                    } catch (IllegalArgumentException e) {
+                        errors.add(e.getMessage());
+                        out.write(("error\t" + e.getMessage() + "\n").getBytes(StandardCharsets.ISO_8859_1));
+                        out.flush();
+                        return;
+                    }
+                    requests.add(r);
+                    String answer = handler.apply(r);
+                    if (answer == null) {
+                        return; // closes without answering
+                    }
+                    out.write((answer + "\n").getBytes(StandardCharsets.ISO_8859_1));
                     out.flush();
                 }
             } catch (IOException | RuntimeException e) {

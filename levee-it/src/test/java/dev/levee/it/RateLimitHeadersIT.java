@@ -47,6 +47,7 @@ class RateLimitHeadersIT {
     static final String TIGHT = "rl-tight-" + RUN;
     static final String FRESH = "rl-fresh-" + RUN;
     static final String FRESH_GW = "rl-freshgw-" + RUN;
+    static final String FRESH_LINE = "rl-freshline-" + RUN;
     static final String SHADOW = "rl-shadow-" + RUN;
     static final Pattern POLICY = Pattern.compile("\"(\\w+)\";q=(\\d+);w=(\\d+)");
     static final Pattern LIMIT = Pattern.compile("\"(\\w+)\";r=(\\d+);t=(\\d+)");
@@ -56,6 +57,9 @@ class RateLimitHeadersIT {
     static EmbeddedNginx nginx;
     static S3Client viaNginx;
     static S3Client viaNginxAll;
+    /** Through NGINX with rate.lua's cosocket transport (levee-client's line endpoint), without and with fields on accept. */
+    static S3Client viaLine;
+    static S3Client viaLineAll;
 
     @BeforeAll
     static void start() throws Exception {
@@ -71,32 +75,44 @@ class RateLimitHeadersIT {
                   %s:
                     quota: {rate: 10, burst: 3}
                   %s:
+                    quota: {rate: 10, burst: 3}
+                  %s:
                     prefixes:
                       - prefix: ""
                         quota: {rate: 2, burst: 1, mode: shadow}
-                """.formatted(TIGHT, FRESH, FRESH_GW, SHADOW), new LocalStack.Settings(2, Duration.ofSeconds(2),
+                """.formatted(TIGHT, FRESH, FRESH_GW, FRESH_LINE, SHADOW), new LocalStack.Settings(2, Duration.ofSeconds(2),
                 Duration.ofMillis(300), Duration.ofMillis(300), true, GatewayService.OnFailure.ALLOW));
         Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        for (String b : List.of(TIGHT, FRESH, FRESH_GW, SHADOW)) {
+        for (String b : List.of(TIGHT, FRESH, FRESH_GW, FRESH_LINE, SHADOW)) {
             stack.direct.createBucket(r -> r.bucket(b));
         }
-        service = ClientService.start(stack.stack.vertx(), new HostPort("127.0.0.1", 0), stack.stack.client(),
-                Metrics.newRegistry()).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        service = ClientService.start(stack.stack.vertx(), new HostPort("127.0.0.1", 0),
+                new ClientService.Line(new HostPort("127.0.0.1", 0), ClientService.Line.DEFAULT_IDLE_TIMEOUT),
+                stack.stack.client(), Metrics.newRegistry()).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         NginxConfig.Builder b = NginxConfig.builder()
                 .client(new HostPort("127.0.0.1", service.port()))
                 .backend(new HostPort("127.0.0.1", stack.s3.port()))
                 .workers("1");
         String check = b.build().render(NginxConfig.Part.CHECK);
+        String line = ", transport = \"cosocket\", host = \"127.0.0.1\", port = " + service.linePort();
         String extra = NginxRawHttp.server("127.0.0.1:{{port:all}}", "s3_backend",
-                "require(\"rate\").attempt(\"/.levee\", { on_failure = \"allow\", ratelimit_on_accept = true })", check);
+                "require(\"rate\").attempt(\"/.levee\", { on_failure = \"allow\", ratelimit_on_accept = true })", check)
+                // the same through the cosocket transport, to the real levee-client's line endpoint
+                + NginxRawHttp.server("127.0.0.1:{{port:line}}", "s3_backend",
+                        "require(\"rate\").attempt(\"/.levee\", { on_failure = \"allow\"" + line + " })", check)
+                + NginxRawHttp.server("127.0.0.1:{{port:lineall}}", "s3_backend",
+                        "require(\"rate\").attempt(\"/.levee\", { on_failure = \"allow\", ratelimit_on_accept = true"
+                                + line + " })", check);
         nginx = EmbeddedNginx.start(b.extraHttp(extra));
         viaNginx = Stack.client(URI.create("http://127.0.0.1:" + nginx.port()));
         viaNginxAll = Stack.client(URI.create("http://127.0.0.1:" + nginx.port("all")));
+        viaLine = Stack.client(URI.create("http://127.0.0.1:" + nginx.port("line")));
+        viaLineAll = Stack.client(URI.create("http://127.0.0.1:" + nginx.port("lineall")));
     }
 
     @AfterAll
     static void stop() throws Exception {
-        for (AutoCloseable c : new AutoCloseable[] {viaNginx, viaNginxAll, nginx}) {
+        for (AutoCloseable c : new AutoCloseable[] {viaNginx, viaNginxAll, viaLine, viaLineAll, nginx}) {
             if (c != null) {
                 c.close();
             }
@@ -209,6 +225,37 @@ class RateLimitHeadersIT {
         SdkHttpResponse off = viaNginx.headBucket(r -> r.bucket(FRESH)).sdkHttpResponse();
         assertThat(off.firstMatchingHeader("RateLimit")).isEmpty();
         assertThat(off.firstMatchingHeader("RateLimit-Policy")).isEmpty();
+    }
+
+    @Test
+    void theCosocketTransportGivesTheSameFields() throws Exception {
+        assertSdkSlowDown(firstRefusal(viaLine, TIGHT));
+        Map<String, String> h = curlUntilRefused("http://127.0.0.1:" + nginx.port("line") + "/" + TIGHT + "/curl-line");
+        assertThat(h.get("content-type")).isEqualTo("application/xml");
+        assertSlowDownFields(h.get("ratelimit-policy"), h.get("ratelimit"), h.get("retry-after"));
+        // a fresh key of its own on the limiter that decides: 3 at once, one used, so 2 left; t = 1
+        SdkHttpResponse on = viaLineAll.headBucket(r -> r.bucket(FRESH_LINE)).sdkHttpResponse();
+        assertThat(on.firstMatchingHeader("RateLimit-Policy")).hasValue("\"resource\";q=10;w=1");
+        assertThat(on.firstMatchingHeader("RateLimit")).hasValue("\"resource\";r=2;t=1");
+        SdkHttpResponse off = viaLine.headBucket(r -> r.bucket(FRESH_LINE)).sdkHttpResponse();
+        assertThat(off.firstMatchingHeader("RateLimit")).isEmpty();
+        assertThat(off.firstMatchingHeader("RateLimit-Policy")).isEmpty();
+    }
+
+    @Test
+    void anUploadRefusedThroughTheCosocketTransportCarriesTheFieldsToo() throws Exception {
+        for (int i = 0; i < 60; i++) {
+            Process p = new ProcessBuilder("curl", "-s", "-i", "--max-time", "5", "-X", "PUT", "--data-binary", "x",
+                    "http://127.0.0.1:" + nginx.port("line") + "/" + TIGHT + "/up-line-" + i).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+            p.waitFor(10, TimeUnit.SECONDS);
+            if (out.startsWith("HTTP/1.1 503")) {
+                assertThat(out).contains("Connection: close").containsPattern("RateLimit-Policy: \"resource\";q=4;w=1\r\n")
+                        .containsPattern("RateLimit: \"resource\";r=0;t=1\r\n").contains("Retry-After: 1\r\n");
+                return;
+            }
+        }
+        throw new AssertionError("no 503 within 60 uploads");
     }
 
     @Test

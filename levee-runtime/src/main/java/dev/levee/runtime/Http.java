@@ -79,14 +79,27 @@ public final class Http {
      * @return the listening server
      */
     public static Future<HttpServer> listen(Vertx vertx, HttpServerOptions options, Handler<HttpServerRequest> handler) {
-        io.vertx.core.Promise<HttpServer> bound = io.vertx.core.Promise.promise();
+        return onOwnEventLoop(vertx, () -> vertx.createHttpServer(options).requestHandler(handler).listen());
+    }
+
+    /**
+     * Runs {@code start} inside a new verticle deployment, so that the servers it creates live on one event loop
+     * of their own (see {@link #listen(Vertx, HttpServerOptions, Handler)}); servers started together by one
+     * {@code start} share that event loop and its Vert.x context.
+     *
+     * @param vertx the Vert.x instance
+     * @param start creates and starts the servers; called on the new context
+     * @return what {@code start} completes with; a failure undeploys what it created
+     */
+    public static <T> Future<T> onOwnEventLoop(Vertx vertx, java.util.function.Supplier<Future<T>> start) {
+        io.vertx.core.Promise<T> done = io.vertx.core.Promise.promise();
         vertx.deployVerticle(new io.vertx.core.VerticleBase() {
             @Override
             public Future<?> start() {
-                return vertx.createHttpServer(options).requestHandler(handler).listen().onComplete(bound);
+                return start.get().onComplete(done);
             }
-        }).onFailure(bound::tryFail);
-        return bound.future();
+        }).onFailure(done::tryFail);
+        return done.future();
     }
 
     /** Returns Levee's default HTTP/1.1 server options for {@code listen}. */

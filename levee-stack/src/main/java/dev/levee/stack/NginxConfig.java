@@ -57,6 +57,22 @@ public final class NginxConfig {
         }
     }
 
+    /**
+     * How rate.lua asks levee-client (docs/nginx.md, "Transports: subrequest and cosocket"): a subrequest to the
+     * internal check location over HTTP, or a line of levee-line/1 over a pooled cosocket to levee-client's
+     * {@code --line-listen}.
+     */
+    public enum Transport {
+        /** The default: {@code ngx.location.capture} of the check location, proxied to {@code GET /v1/s3check}. */
+        SUBREQUEST,
+        /** {@code ngx.socket.tcp} with a connection pool, straight to levee-client's line endpoint. */
+        COSOCKET;
+
+        String word() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
     /** Resource directory of the templates and rate.lua. */
     public static final String RESOURCES = "/dev/levee/nginx/";
 
@@ -126,10 +142,26 @@ public final class NginxConfig {
         v.put("timeout", b.timeout.toMillis() + "ms");
         v.put("on_failure", b.onFailure.word());
         v.put("ratelimit_option", b.rateLimitOnAccept ? ", ratelimit_on_accept = true" : "");
+        v.put("transport_options", transportOptions());
         v.put("listen", b.listen.toString());
         v.put("backend", b.backend.toString());
         v.put("access_log", b.accessLog);
         return v;
+    }
+
+    /**
+     * Returns the options of the generated {@code attempt(...)} calls that choose the transport, after
+     * {@code on_failure} and {@code ratelimit_on_accept}: none for the subrequest transport (its default),
+     * else the cosocket transport with levee-client's line address and the check timeout in milliseconds;
+     * {@code pool_size} and {@code keepalive} keep rate.lua's defaults.
+     */
+    public String transportOptions() {
+        if (b.transport == Transport.SUBREQUEST) {
+            return "";
+        }
+        String host = b.clientLine.host().indexOf(':') >= 0 ? "[" + b.clientLine.host() + "]" : b.clientLine.host();
+        return ", transport = \"cosocket\", host = \"" + host + "\", port = " + b.clientLine.port()
+                + ", timeout = " + b.timeout.toMillis();
     }
 
     private String site(String check) {
@@ -220,6 +252,8 @@ public final class NginxConfig {
         private String extraHttp = "";
         private boolean http2;
         private boolean rateLimitOnAccept;
+        private Transport transport = Transport.SUBREQUEST;
+        private HostPort clientLine = new HostPort("127.0.0.1", 7201);
 
         private Builder() {
         }
@@ -244,6 +278,8 @@ public final class NginxConfig {
             c.extraHttp = extraHttp;
             c.http2 = http2;
             c.rateLimitOnAccept = rateLimitOnAccept;
+            c.transport = transport;
+            c.clientLine = clientLine;
             return c;
         }
 
@@ -265,6 +301,21 @@ public final class NginxConfig {
             return this;
         }
 
+        /** How rate.lua asks levee-client (default {@link Transport#SUBREQUEST}). */
+        public Builder transport(Transport v) {
+            transport = Objects.requireNonNull(v);
+            return this;
+        }
+
+        /**
+         * levee-client's line endpoint, which the cosocket transport connects to (default 127.0.0.1:7201; levee
+         * client {@code --line-listen}); unused by the subrequest transport.
+         */
+        public Builder clientLine(HostPort v) {
+            clientLine = Objects.requireNonNull(v);
+            return this;
+        }
+
         /** Policy when no decision comes back (default allow). */
         public Builder onFailure(OnFailure v) {
             onFailure = Objects.requireNonNull(v);
@@ -280,7 +331,10 @@ public final class NginxConfig {
             return this;
         }
 
-        /** Longest a check may take, 1 ms to 60 s (default 1 s): connect, send and read timeouts. */
+        /**
+         * Longest a check may take, 1 ms to 60 s (default 1 s): connect, send and read timeouts, of the check
+         * location (subrequest) or of rate.lua's socket (cosocket, its {@code timeout} option).
+         */
         public Builder timeout(Duration v) {
             timeout = Objects.requireNonNull(v);
             return this;
@@ -368,6 +422,16 @@ public final class NginxConfig {
             return client;
         }
 
+        /** Returns the transport. */
+        public Transport transport() {
+            return transport;
+        }
+
+        /** Returns levee-client's line address (cosocket transport). */
+        public HostPort clientLine() {
+            return clientLine;
+        }
+
         /** Returns the access log path. */
         public String accessLog() {
             return accessLog;
@@ -391,19 +455,27 @@ public final class NginxConfig {
          * Validates the settings.
          *
          * @return the configuration
-         * @throws IllegalArgumentException naming every bad value, or refusing HTTP/2: the lua
-         *         module (lua-nginx-module 0.10) makes no subrequests from HTTP/2 requests, so every
-         *         check on such a listener would fail
+         * @throws IllegalArgumentException naming every bad value, or refusing HTTP/2: with the
+         *         subrequest transport because the lua module (lua-nginx-module 0.10) makes no
+         *         subrequests from HTTP/2 requests, so every check on such a listener would fail; with
+         *         the cosocket transport (which checks HTTP/2 requests) because the generated listener is
+         *         plain text, where NGINX's {@code http2} speaks HTTP/2 only (h2c with prior knowledge),
+         *         which S3 clients do not
          */
         public NginxConfig build() {
             List<String> errors = new ArrayList<>();
-            if (http2) {
+            if (http2 && transport == Transport.SUBREQUEST) {
                 errors.add("HTTP/2 on the S3 listener is not supported: the NGINX lua module makes no"
                         + " subrequests from HTTP/2 requests, so every check would fail and take the"
                         + " on_failure path. Serve S3 over HTTP/1.1 on this listener (S3 clients use"
                         + " HTTP/1.1), or terminate HTTP/2 in front of it.");
+            } else if (http2) {
+                errors.add("HTTP/2 on the S3 listener is not generated: the listener is plain text, where NGINX's"
+                        + " http2 speaks HTTP/2 only (h2c with prior knowledge), which S3 clients do not. The cosocket"
+                        + " transport checks HTTP/2 requests: enable http2 on a TLS listener of your own"
+                        + " (docs/nginx.md).");
             }
-            for (HostPort hp : new HostPort[] {listen, backend, client}) {
+            for (HostPort hp : new HostPort[] {listen, backend, client, clientLine}) {
                 if (!SAFE_HOST.matcher(hp.host()).matches()) {
                     errors.add("address '" + hp + "' has characters NGINX would misread");
                 }
