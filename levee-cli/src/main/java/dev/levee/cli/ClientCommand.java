@@ -80,6 +80,12 @@ final class ClientCommand implements Callable<Integer> {
                     + " as an HTTP request, as to limiters older than the wire (default: on)")
     boolean wire;
 
+    @Option(names = "--warmup", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "15s",
+            description = "longest time spent warming the check path with self-checks through its own listeners once"
+                    + " the first limiter list is in; it ends sooner, once their rate stops rising (the JIT is done)."
+                    + " /health answers 503 meanwhile; checks are served. 0 for none (default: ${DEFAULT-VALUE})")
+    Duration warmup;
+
     @Option(names = "--list-grace", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "3s",
             description = "how long a limiter list that is empty or lost more than half its members is not believed"
                     + " (the last list is kept meanwhile), 0 to believe it at once (default: ${DEFAULT-VALUE})")
@@ -120,7 +126,7 @@ final class ClientCommand implements Callable<Integer> {
         MeterRegistry registry = Metrics.newRegistry();
         LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry), "client");
         ClientService.Line line = lineListen == null ? null : new ClientService.Line(lineListen, lineIdleTimeout);
-        ClientService s = Daemon.await(ClientService.start(vertx, listen, line, c, registry),
+        ClientService s = Daemon.await(ClientService.start(vertx, listen, line, c, registry, warmup),
                 "client could not start on " + listen + (line == null ? "" : " and --line-listen " + lineListen));
         System.err.println("levee client listening on " + listen.host() + ":" + s.port()
                 + (line == null ? "" : ", line protocol on " + lineListen.host() + ":" + s.linePort()));

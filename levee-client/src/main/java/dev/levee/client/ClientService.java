@@ -98,8 +98,23 @@ public final class ClientService implements AutoCloseable {
      */
     public static Future<ClientService> start(Vertx vertx, HostPort listen, Line line, LeveeClient client,
                                               MeterRegistry registry) {
+        return start(vertx, listen, line, client, registry, Duration.ZERO);
+    }
+
+    /**
+     * Starts the endpoints as {@link #start(Vertx, HostPort, Line, LeveeClient, MeterRegistry)} and then warms the
+     * check path with self-checks through them ({@link EndpointWarmup}): {@code /health} answers 503 "warming up"
+     * until that is over. The future completes once the listeners are up, not when the warm-up ends.
+     *
+     * @param warmup longest time the self-checks take once the first limiter list is in (CLI {@code --warmup},
+     *               default 3 s); zero for none
+     * @return the running service once both listen
+     */
+    public static Future<ClientService> start(Vertx vertx, HostPort listen, Line line, LeveeClient client,
+                                              MeterRegistry registry, Duration warmup) {
+        java.util.concurrent.atomic.AtomicBoolean warming = new java.util.concurrent.atomic.AtomicBoolean(!warmup.isZero());
         return Http.onOwnEventLoop(vertx, () -> vertx.createHttpServer(Http.defaults(listen))
-                .requestHandler(req -> handle(req, client, registry)).listen()
+                .requestHandler(req -> handle(req, client, registry, warming)).listen()
                 .compose(http -> {
                     LOG.info("client endpoint listening on {}:{}", listen.host(), http.actualPort());
                     if (line == null) {
@@ -109,10 +124,17 @@ public final class ClientService implements AutoCloseable {
                             .map(l -> new ClientService(client, http, l))
                             .recover(e -> http.close().transform(v -> Future.failedFuture(
                                     new IllegalStateException("line endpoint " + line.listen() + ": " + e.getMessage(), e))));
-                }));
+                })).onSuccess(s -> {
+                    if (warming.get()) {
+                        EndpointWarmup.run(vertx, client, new HostPort(listen.host(), s.port()),
+                                line == null ? null : new HostPort(line.listen().host(), s.linePort()), warmup)
+                                .onComplete(ar -> warming.set(false));
+                    }
+                });
     }
 
-    private static void handle(HttpServerRequest req, LeveeClient client, MeterRegistry registry) {
+    private static void handle(HttpServerRequest req, LeveeClient client, MeterRegistry registry,
+                               java.util.concurrent.atomic.AtomicBoolean warming) {
         String path = req.path();
         if (path.equals("/v1/s3check") && req.method() == HttpMethod.GET) {
             decide(req, client, new S3Facts(req.getHeader(METHOD), req.getHeader(HOST), req.getHeader(URI),
@@ -126,10 +148,15 @@ public final class ClientService implements AutoCloseable {
                 }
             });
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-            // not ready while failing open (no limiter known) or the observer is unreachable (SPEC.md §11)
+            // not ready while failing open (no limiter known) or the observer is unreachable (SPEC.md §11), or while
+            // the check path warms up (checks are served meanwhile)
             String degraded = client.degradedReason();
+            if (degraded == null && warming.get()) {
+                degraded = "warming up the check path with self-checks (--warmup)";
+            }
             Http.json(req.response(), degraded == null ? 200 : 503, Map.of(
-                    "status", degraded == null ? "ready" : client.failingOpen() ? "no limiters known" : "observer unreachable",
+                    "status", degraded == null ? "ready" : client.failingOpen() ? "no limiters known"
+                            : warming.get() && client.observerReachable() ? "warming up" : "observer unreachable",
                     "revision", client.view().revision(), "observerReachable", client.observerReachable(),
                     "failOpen", client.failingOpen(), "reason", degraded == null ? "" : degraded));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
