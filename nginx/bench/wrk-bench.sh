@@ -23,6 +23,8 @@
 # CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
 # ROWS (locations measured, default "none limitreq levee cosocket ideal client"),
+# OPEN_LOOP=1 adds open-loop rows at OPEN_LOOP_FRACTION (default 0.5) of /levee/'s rate (OPEN_LOOP_DURATION, default 20s;
+# OPEN_LOOP_ROUNDS, default 2) through `levee bench http` on Epsilon,
 # ROW_TIMES=FILE appends "location conns start-ns end-ns requests" per row (to cut a JFR recording by row),
 # CLIENT_JAVA_OPTS / LIMITER_JAVA_OPTS (extra JVM options of levee-client / each limiter; "%r" in them
 # becomes the role's name, e.g. LIMITER_JAVA_OPTS='-XX:StartFlightRecording=filename=/tmp/%r.jfr,settings=profile').
@@ -282,3 +284,28 @@ for c in "$CONNS" 1; do
   echo "connections $c: /cosocket/ throughput $(ratio "cosocket.$c" "levee.$c")x /levee/, $(ratio "cosocket.$c" "ideal.$c")x /ideal/," \
     "$(ratio "cosocket.$c" "none.$c")x /none/; /levee/ $(ratio "levee.$c" "ideal.$c")x /ideal/, $(ratio "levee.$c" "none.$c")x /none/"
 done
+
+# Open loop (issue 12, item 5): the same locations at one fixed rate — OPEN_LOOP_FRACTION (default 0.5) of what
+# /levee/ served at CONNS connections above — from `levee bench http` on Epsilon (a generator that cannot pause),
+# latency from each request's scheduled send time, /none/ first so that every row's p99 is read against it.
+if [ -n "${OPEN_LOOP:-}" ] && [ -n "${RPS[levee.$CONNS]:-}" ]; then
+  rate="$(awk -v r="${RPS[levee.$CONNS]}" -v f="${OPEN_LOOP_FRACTION:-0.5}" 'BEGIN { printf "%.0f", r * f }')"
+  urls=(--url "http://127.0.0.1:$S3/none/obj" --url "http://127.0.0.1:$S3/levee/obj")
+  [ -n "${RPS[cosocket.$CONNS]:-}" ] && urls+=(--url "http://127.0.0.1:$S3/cosocket/obj")
+  echo "open loop at $rate requests/s (${OPEN_LOOP_FRACTION:-0.5} of /levee/ at $CONNS connections)..." >&2
+  echo
+  gc() { # port: "pauses seconds-in-pauses longest" from the role's jvm_gc_pause_seconds
+    exec 3<>"/dev/tcp/127.0.0.1/$1"
+    printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    awk '$1 ~ /^jvm_gc_pause_seconds_count/ { n += $2 } $1 ~ /^jvm_gc_pause_seconds_sum/ { s += $2 }
+         $1 ~ /^jvm_gc_pause_seconds_max/ { if ($2 > m) m = $2 } END { printf "%d %.4f %.4f", n, s, m }' <&3
+    exec 3>&-
+  }
+  read -r gc0c _ <<<"$(gc "$CLIENT")"; read -r gc0a _ <<<"$(gc "$L1")"; read -r gc0b _ <<<"$(gc "$L2")"
+  LEVEE_JAVA_OPTS="-XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -Xms4g -Xmx4g -XX:+AlwaysPreTouch" \
+    "${LEVEE[@]}" bench http "${urls[@]}" --rate "$rate" --duration "${OPEN_LOOP_DURATION:-20s}" --warmup 5s \
+    --connections 64 --rounds "${OPEN_LOOP_ROUNDS:-2}" 2>&1
+  read -r gc1c _ m1c <<<"$(gc "$CLIENT")"; read -r gc1a _ m1a <<<"$(gc "$L1")"; read -r gc1b _ m1b <<<"$(gc "$L2")"
+  echo "GC pauses during the open loop (warm-up included): levee-client $((gc1c - gc0c)), limiters $((gc1a - gc0a))" \
+    "and $((gc1b - gc0b)); longest recent pause (jvm_gc_pause_seconds_max) $m1c / $m1a / $m1b s"
+fi

@@ -337,36 +337,30 @@ final class BenchCommand {
             Recorder rec = new Recorder(3);
             AtomicLong done = new AtomicLong();
             AtomicLong errors = new AtomicLong();
-            AtomicLong issued = new AtomicLong();
             long start = System.nanoTime();
             long total = (long) (rate * d.toNanos() / 1e9);
             CountDownLatch finished = new CountDownLatch(1);
-            // a 1 ms tick issues every request whose scheduled time has come; latency is measured from the
+            // each request is issued at its scheduled time (Pacer: to the ~50 µs); latency is measured from the
             // scheduled time, so queueing in the generator counts (no coordinated omission)
-            long timer = load.setPeriodic(1, id -> {
-                long now = System.nanoTime();
-                long due = Math.min(total, (long) ((now - start) / 1e9 * rate));
-                while (issued.get() < due) {
-                    long n = issued.getAndIncrement();
-                    long scheduled = start + (long) (n / rate * 1e9);
-                    one(http, a, n).onComplete(ar -> {
-                        rec.recordValue(Math.max(1, System.nanoTime() - scheduled));
-                        if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) {
-                            done.incrementAndGet();
-                        } else {
-                            if (errors.getAndIncrement() == 0) {
-                                System.err.println("first error of the latency phase: " + (ar.failed()
-                                        ? ar.cause().toString() : "HTTP " + ar.result()));
-                            }
+            Pacer.start(((io.vertx.core.internal.ContextInternal) load.getOrCreateContext()).nettyEventLoop(), start, rate,
+                    total, n -> {
+                long scheduled = Pacer.scheduled(start, rate, n);
+                one(http, a, n).onComplete(ar -> {
+                    rec.recordValue(Math.max(1, System.nanoTime() - scheduled));
+                    if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) {
+                        done.incrementAndGet();
+                    } else {
+                        if (errors.getAndIncrement() == 0) {
+                            System.err.println("first error of the latency phase: " + (ar.failed()
+                                    ? ar.cause().toString() : "HTTP " + ar.result()));
                         }
-                        if (done.get() + errors.get() == total) {
-                            finished.countDown();
-                        }
-                    });
-                }
+                    }
+                    if (done.get() + errors.get() == total) {
+                        finished.countDown();
+                    }
+                });
             });
             finished.await(d.toSeconds() + 30, TimeUnit.SECONDS);
-            load.cancelTimer(timer);
             double secs = (System.nanoTime() - start) / 1e9;
             var h = rec.getIntervalHistogram();
             return new Phase(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
