@@ -84,4 +84,13 @@ class SpillOrderProperties {
             }
         }
     }
+
+    /** Without a limiter in back-off a check keeps no order array: its plain order is {@code order}'s, step by step. */
+    @Property
+    void thePlainRankIsTheOrderWhenNoLimiterIsBackedOff(@ForAll("clusters") Cluster c, @ForAll long start) {
+        int[] order = LeveeClient.order(c.ranked(), c.g(), start, i -> false);
+        for (int k = 0; k < order.length; k++) {
+            assertThat(LeveeClient.plainRank(c.ranked(), c.g(), start, k)).as("step %d", k).isEqualTo(order[k]);
+        }
+    }
 }
