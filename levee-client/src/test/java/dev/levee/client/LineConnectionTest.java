@@ -8,8 +8,7 @@ import dev.levee.s3.S3Request;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
-import io.vertx.core.Future;
-import io.vertx.core.Promise;
+import io.vertx.core.Completable;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -62,8 +61,8 @@ class LineConnectionTest {
         final List<String> errors = new ArrayList<>();
 
         @Override
-        public boolean request(S3Request request, boolean rateLimitOnAccept) {
-            requests.add(request);
+        public boolean request(LineDecoder.Request request, boolean rateLimitOnAccept) {
+            requests.add(request.toS3Request());
             flags.add(rateLimitOnAccept);
             return true;
         }
@@ -206,18 +205,17 @@ class LineConnectionTest {
     /** Checks that wait for the test to decide them; records each request in order. */
     static final class Pending implements LineConnection.Checks {
         final List<S3Request> requests = new ArrayList<>();
-        final Map<String, Promise<ClientDecision>> byPath = new HashMap<>();
+        final Map<String, Completable<ClientDecision>> byPath = new HashMap<>();
 
         @Override
-        public Future<ClientDecision> check(S3Request request) {
-            requests.add(request);
-            Promise<ClientDecision> p = Promise.promise();
-            byPath.put(request.path(), p);
-            return p.future();
+        public void check(LineDecoder.Request request, Completable<ClientDecision> done) {
+            S3Request r = request.toS3Request();
+            requests.add(r);
+            byPath.put(r.path(), done);
         }
 
         void decide(String path, ClientDecision d) {
-            byPath.get(path).complete(d);
+            byPath.get(path).succeed(d);
         }
     }
 
@@ -261,7 +259,7 @@ class LineConnectionTest {
 
     @Test
     void checksAnsweredWithinTheReadAreFlushedOnceAtTheEndOfTheBurst() {
-        LineConnection.Checks now = r -> Future.succeededFuture(accepted());
+        LineConnection.Checks now = (r, done) -> done.succeed(accepted());
         EmbeddedChannel ch = new EmbeddedChannel(new LineConnection(now));
         ch.writeInbound(Unpooled.wrappedBuffer(req("GET", "h", "/1")), Unpooled.wrappedBuffer(req("GET", "h", "/2")));
         assertThat(outbound(ch)).isEqualTo("accepted\t0\t\t\naccepted\t0\t\t\n|");
@@ -270,7 +268,7 @@ class LineConnectionTest {
 
     @Test
     void theFlagsAskForTheFieldsOnAnAcceptedAnswer() {
-        LineConnection.Checks now = r -> Future.succeededFuture(accepted());
+        LineConnection.Checks now = (r, done) -> done.succeed(accepted());
         EmbeddedChannel ch = new EmbeddedChannel(new LineConnection(now));
         ch.writeInbound(Unpooled.wrappedBuffer(concat(req(true, latin1("GET"), latin1("h"), latin1("/1"), new byte[0]),
                 req("GET", "h", "/2"))));
@@ -283,8 +281,8 @@ class LineConnectionTest {
 
     @Test
     void aCheckThatFailsIsAnsweredFailed() {
-        LineConnection.Checks broken = r -> Future.failedFuture(new IllegalStateException("boom"));
-        LineConnection.Checks throwing = r -> {
+        LineConnection.Checks broken = (r, done) -> done.fail(new IllegalStateException("boom"));
+        LineConnection.Checks throwing = (r, done) -> {
             throw new IllegalStateException("boom");
         };
         for (LineConnection.Checks c : List.of(broken, throwing)) {
