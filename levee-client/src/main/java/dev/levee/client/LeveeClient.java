@@ -575,16 +575,17 @@ public final class LeveeClient implements AutoCloseable {
         Ranking r = ranking(v, c.resource(), 2 * g);
         long start = r.next(c.operation());
         long now = ticker.read();
+        List<Member> ranked = r.ranked();
+        int position = position(ranked.size(), g, start);
         // no limiter in back-off (the usual case): the plain order, no lookups, no predicate and no array per check
         int[] order = null;
-        if (!backedOffUntil.isEmpty()) {
-            List<Member> ranked = r.ranked();
+        if (!backedOffUntil.isEmpty() || position < 0) {
             order = order(ranked.size(), g, start, i -> {
                 Long until = backedOffUntil.get(ranked.get(i).address());
                 return until != null && now - until < 0;
             });
         }
-        attempt(new Plan(c, r, order, start, now, decision, loopOf(Vertx.currentContext())), 0);
+        attempt(new Plan(c, r, order, position, now, decision, loopOf(Vertx.currentContext())), 0);
     }
 
     /**
@@ -676,12 +677,24 @@ public final class LeveeClient implements AutoCloseable {
      * none)[k]} without the array — the group's members from the round-robin position on, then those beyond it.
      */
     static int plainRank(int n, int g, long start, int k) {
+        // the ranks of a plain order depend on start only modulo inGroup and modulo out: position() keeps both
         int inGroup = Math.min(g, n);
         if (k < inGroup) {
             return (int) ((Math.floorMod(start, (long) inGroup) + k) % inGroup);
         }
         int out = n - inGroup;
         return inGroup + (int) ((Math.floorMod(start, (long) out) + k - inGroup) % out);
+    }
+
+    /**
+     * Reduces a round-robin position to an int that gives the same plain order ({@link #plainRank}): {@code start}
+     * modulo {@code inGroup × out}, which both divide; -1 when that product exceeds an int (never, for fewer than
+     * 92 000 ranked limiters: then the order is kept as an array).
+     */
+    static int position(int n, int g, long start) {
+        int inGroup = Math.min(g, n);
+        long period = (long) inGroup * Math.max(1, n - inGroup);
+        return period > Integer.MAX_VALUE ? -1 : (int) Math.floorMod(start, period);
     }
 
     /** Longest resource or key a limiter accepts, in UTF-8 bytes (the S3 key limit). */
@@ -740,8 +753,8 @@ public final class LeveeClient implements AutoCloseable {
         final Ranking ranking;
         /** HRW ranks in asking order ({@link LeveeClient#order}), or null: the plain order ({@link LeveeClient#plainRank}). */
         final int[] order;
-        /** The round-robin position the order starts from. */
-        final long start;
+        /** The round-robin position the plain order starts from ({@link LeveeClient#position}). */
+        final int position;
         final long startedAt;
         final Completable<ClientDecision> decision;
         /** The event loop the check was made on: where its wire sends go. */
@@ -750,15 +763,13 @@ public final class LeveeClient implements AutoCloseable {
         int i;
         /** When the check was queued for attempt {@link #i} (ticker ns). */
         long queuedAt;
-        /** The JSON form, made only for a limiter that takes JSON only. */
-        private byte[] json;
 
-        Plan(S3Classification c, Ranking ranking, int[] order, long start, long startedAt,
+        Plan(S3Classification c, Ranking ranking, int[] order, int position, long startedAt,
              Completable<ClientDecision> decision, io.netty.channel.EventLoop loop) {
             this.c = c;
             this.ranking = ranking;
             this.order = order;
-            this.start = start;
+            this.position = position;
             this.startedAt = startedAt;
             this.decision = decision;
             this.loop = loop;
@@ -776,7 +787,7 @@ public final class LeveeClient implements AutoCloseable {
 
         /** The HRW rank of the limiter of attempt {@code k}. */
         int rank(int k) {
-            return order != null ? order[k] : plainRank(size(), g(), start, k);
+            return order != null ? order[k] : plainRank(size(), g(), position, k);
         }
 
         /** The limiter of attempt {@code k}. */
@@ -789,16 +800,14 @@ public final class LeveeClient implements AutoCloseable {
             return rank(k) >= g();
         }
 
+        /** The JSON form, for a limiter that takes JSON only (made when needed: not kept, as few checks need it). */
         byte[] json() {
-            if (json == null) {
-                json = Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), g()));
-            }
-            return json;
+            return Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), g()));
         }
 
-        /** Bytes of this check in the body of a request in the given encoding. */
-        int size(boolean binary) {
-            return binary ? BinaryChecks.checkSize(c.resource(), c.key(), c.operation().name()) : json().length + 1;
+        /** Bytes of this check in the body of a binary request or wire frame. */
+        int binarySize() {
+            return BinaryChecks.checkSize(c.resource(), c.key(), c.operation().name());
         }
     }
 
@@ -912,7 +921,7 @@ public final class LeveeClient implements AutoCloseable {
                 }
             }
             if (now) {
-                send(List.of(p), binary);
+                send(List.of(p), binary, null);
             } else {
                 count("queue_full");
                 attempt(p, p.i + 1);
@@ -923,6 +932,7 @@ public final class LeveeClient implements AutoCloseable {
         private void next() {
             List<Plan> batch = new java.util.ArrayList<>();
             List<Plan> expired = null;
+            List<byte[]> jsons = null; // the batch's JSON forms, made once, when it goes in JSON
             long now = ticker.read();
             long timeout = options.checkTimeout().toNanos();
             int max = single ? 1 : options.maxBatch();
@@ -930,7 +940,8 @@ public final class LeveeClient implements AutoCloseable {
             long bytes = 0;
             synchronized (this) {
                 while (batch.size() < max && !waiting.isEmpty()) {
-                    int size = waiting.peek().size(bin);
+                    byte[] json = bin ? null : waiting.peek().json();
+                    int size = bin ? waiting.peek().binarySize() : json.length + 1;
                     if (!batch.isEmpty() && bytes + size > MAX_BATCH_BYTES) {
                         break; // the rest goes in the next batch
                     }
@@ -942,6 +953,12 @@ public final class LeveeClient implements AutoCloseable {
                         expired.add(p);
                     } else {
                         batch.add(p);
+                        if (json != null) {
+                            if (jsons == null) {
+                                jsons = new java.util.ArrayList<>();
+                            }
+                            jsons.add(json);
+                        }
                         bytes += size;
                     }
                 }
@@ -956,11 +973,12 @@ public final class LeveeClient implements AutoCloseable {
                 }
             }
             if (!batch.isEmpty()) {
-                send(batch, bin); // in the encoding its size was counted in
+                send(batch, bin, jsons); // in the encoding its size was counted in
             }
         }
 
-        private void send(List<Plan> batch, boolean bin) {
+        /** Sends a batch; {@code jsons}: the checks' JSON forms when made already, else null. */
+        private void send(List<Plan> batch, boolean bin, List<byte[]> jsons) {
             boolean one = batch.size() == 1;
             Buffer body;
             if (bin) {
@@ -970,15 +988,16 @@ public final class LeveeClient implements AutoCloseable {
                 }
                 body = BinaryChecks.toBuffer(b);
             } else if (one) {
-                body = Buffer.buffer(batch.get(0).json());
+                body = Buffer.buffer(jsons != null ? jsons.get(0) : batch.get(0).json());
             } else {
-                body = Buffer.buffer(64 + batch.size() * (batch.get(0).json().length + 8));
+                byte[] first = jsons != null ? jsons.get(0) : batch.get(0).json();
+                body = Buffer.buffer(64 + batch.size() * (first.length + 8));
                 body.appendString("{\"checks\":[");
                 for (int k = 0; k < batch.size(); k++) {
                     if (k > 0) {
                         body.appendByte((byte) ',');
                     }
-                    body.appendBytes(batch.get(k).json());
+                    body.appendBytes(k == 0 ? first : jsons != null ? jsons.get(k) : batch.get(k).json());
                 }
                 body.appendString("]}");
             }
@@ -1172,7 +1191,7 @@ public final class LeveeClient implements AutoCloseable {
 
             @Override
             public int size(Plan p) {
-                return p.size(true);
+                return p.binarySize();
             }
 
             @Override
