@@ -69,26 +69,6 @@ final class LineDecoder {
         private final Latin1Chars uri = new Latin1Chars();
         private boolean hasCopySource;
 
-        /** The method: one of the usual constants, or a new string. */
-        String method() {
-            return method;
-        }
-
-        /** The Host field, or null when empty. */
-        String host() {
-            return host;
-        }
-
-        /** The request URI with its query, as received: a view, not to be kept. */
-        CharSequence uri() {
-            return uri;
-        }
-
-        /** Whether the copy-source field is present and not blank. */
-        boolean hasCopySource() {
-            return hasCopySource;
-        }
-
         /** Classifies the request as {@code classifier.classify(toS3Request())} does, without making the URI a string. */
         S3Classification classify(S3Classifier classifier) {
             return classifier.classify(method, host, uri, hasCopySource);

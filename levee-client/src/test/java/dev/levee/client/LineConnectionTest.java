@@ -56,13 +56,18 @@ class LineConnectionTest {
 
     /** What a decoder delivered. */
     static final class Collected implements LineDecoder.Sink {
+        static final dev.levee.s3.S3Classifier CLASSIFIER =
+                dev.levee.s3.S3Classifier.withBaseDomains(List.of("s3.test"));
         final List<S3Request> requests = new ArrayList<>();
+        /** Each request classified from the decoder's bytes. */
+        final List<S3Classification> classified = new ArrayList<>();
         final List<Boolean> flags = new ArrayList<>();
         final List<String> errors = new ArrayList<>();
 
         @Override
         public boolean request(LineDecoder.Request request, boolean rateLimitOnAccept) {
             requests.add(request.toS3Request());
+            classified.add(request.classify(CLASSIFIER));
             flags.add(rateLimitOnAccept);
             return true;
         }
@@ -187,6 +192,23 @@ class LineConnectionTest {
         assertThat(c.requests).as("the request before is decoded, nothing after").hasSize(1);
         assertThat(c.errors).containsExactly(reason);
         assertThat(reason).doesNotContain("\t").doesNotContain("\n");
+    }
+
+    @Test
+    void aRequestClassifiedFromTheDecodersBytesIsClassifiedAsItsS3Request() {
+        byte[] stream = concat(req("GET", "h", "/bkt/a%20b/c?versionId=1"), req("PUT", "bkt.s3.test:80", "/k?partNumber=2&uploadId=u"),
+                req(false, latin1("PUT"), latin1("h"), latin1("/b/k"), latin1(" \t")), // a blank copy source is none
+                req(false, latin1("PUT"), latin1("h"), latin1("/b/k"), latin1("/src/k")),
+                req(false, latin1("GET"), latin1("h"), "/bkt/café?acl".getBytes(StandardCharsets.UTF_8), new byte[0]),
+                req("DELETE", "", "http://bkt.s3.test/x%ZZ"), req("POST", "h", "/b?delete"));
+        Collected c = decode(stream);
+        assertThat(c.requests).hasSize(7);
+        for (int i = 0; i < c.requests.size(); i++) {
+            assertThat(c.classified.get(i)).as("request %d", i).isEqualTo(Collected.CLASSIFIER.classify(c.requests.get(i)));
+        }
+        assertThat(c.classified).extracting(S3Classification::operation).containsExactly(S3Operation.GetObject,
+                S3Operation.UploadPart, S3Operation.PutObject, S3Operation.CopyObject, S3Operation.GetObjectAcl,
+                S3Operation.Unknown, S3Operation.DeleteObjects);
     }
 
     @Test
