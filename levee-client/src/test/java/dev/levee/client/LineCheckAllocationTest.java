@@ -70,7 +70,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * ({@link LeveeClient#check(dev.levee.s3.S3Request)}) is measured alike, with a looser bound.
  *
  * <p>Figures before issue 12's cuts, with the same test: 510 (burst 1) and 453 (burst 8) bytes per check on the
- * line path, 380 on the future path; after: 225, 224 and about 275 (docs/decisions.md, "Allocation per check").
+ * line path, 380 on the future path; after: 225, 224 and 272–296 (docs/decisions.md, "Allocation per check on the
+ * line path").
  */
 class LineCheckAllocationTest {
 
