@@ -15,6 +15,7 @@ import dev.levee.s3.S3Classifier;
 import dev.levee.s3.S3Request;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Completable;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -59,7 +60,10 @@ import org.slf4j.LoggerFactory;
  * are being renewed) is adopted only if it is still so after {@code listGrace}. Each hold is logged
  * and counted in {@code levee_client_list_holds_total}; {@code levee_client_list_held} is 1 meanwhile.
  *
- * <p>Each result is logged on {@code levee.client} with the limiter's address. Thread-safe.
+ * <p>Each result is logged on {@code levee.client} with the limiter's address. A check is made for a future
+ * ({@link #check(S3Request)}) or with a completion handler ({@link #check(S3Classification, Completable)}: no future,
+ * and the request may be classified from its received bytes first); either way one {@code Plan} carries it through
+ * its attempts. Thread-safe.
  */
 public final class LeveeClient implements AutoCloseable {
 
@@ -519,40 +523,70 @@ public final class LeveeClient implements AutoCloseable {
      * @return the decision
      */
     public Future<ClientDecision> check(S3Request request) {
+        Promise<ClientDecision> decision = Promise.promise();
+        check(request, decision);
+        return decision.future();
+    }
+
+    /**
+     * Checks one S3 request and hands the decision to {@code done}, without a future: the callback form of
+     * {@link #check(S3Request)}, for an endpoint that keeps one completion handler per request slot (the line
+     * endpoint). Never fails: {@code done} is completed exactly once, with a decision and no failure.
+     *
+     * @param request the raw request facts
+     * @param done    takes the decision; completed on the check's event loop, possibly before this returns
+     */
+    public void check(S3Request request, Completable<ClientDecision> done) {
         if (Vertx.currentContext() == null) {
             // from a thread outside Vert.x a limiter's answer could be lost before it was read ("malformed
             // answer"); the check is made on the client's own context instead
-            Promise<ClientDecision> done = Promise.promise();
-            context.runOnContext(v -> decide(request).onComplete(done));
-            return done.future();
+            context.runOnContext(v -> decide(classifier.classify(request), done));
+            return;
         }
-        return decide(request);
+        decide(classifier.classify(request), done);
     }
 
-    private Future<ClientDecision> decide(S3Request request) {
-        S3Classification c = clamp(classifier.classify(request));
+    /**
+     * Checks one request already classified (by {@link #classifier()}, e.g. from the bytes it arrived in) and hands
+     * the decision to {@code done}: as {@link #check(S3Request, Completable)} after classification. A resource or
+     * key longer than the limiters accept is cut first ({@link #clamp}).
+     *
+     * @param classification what the request was classified as
+     * @param done           takes the decision; completed exactly once, with a decision and no failure
+     */
+    public void check(S3Classification classification, Completable<ClientDecision> done) {
+        if (Vertx.currentContext() == null) {
+            context.runOnContext(v -> decide(classification, done));
+            return;
+        }
+        decide(classification, done);
+    }
+
+    private void decide(S3Classification classification, Completable<ClientDecision> decision) {
+        S3Classification c = clamp(classification);
         View v = view;
         int g = Rendezvous.groupSize(v.factor(), v.limiters().size());
         if (g == 0) {
-            return Future.succeededFuture(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, 0),
+            decision.succeed(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, 0),
                     "no active limiter"));
+            return;
         }
         // the group, then up to g more in HRW rank order: those the check may spill over to
         Ranking r = ranking(v, c.resource(), 2 * g);
-        List<Member> ranked = r.ranked();
         long start = r.next(c.operation());
         long now = ticker.read();
-        // no limiter in back-off (the usual case): no lookups and no predicate made per check
-        int[] idx = order(ranked.size(), g, start, backedOffUntil.isEmpty() ? NONE_BACKED_OFF : i -> {
-            Long until = backedOffUntil.get(ranked.get(i).address());
-            return until != null && now - until < 0;
-        });
-        Promise<ClientDecision> promise = Promise.promise();
-        attempt(new Plan(c, ranked, idx, g, now, promise, loopOf(Vertx.currentContext())), 0);
-        return promise.future();
+        List<Member> ranked = r.ranked();
+        int position = position(ranked.size(), g, start);
+        // no limiter in back-off (the usual case): the plain order, no lookups, no predicate and no array per check
+        int[] order = null;
+        if (!backedOffUntil.isEmpty() || position < 0) {
+            order = order(ranked.size(), g, start, i -> {
+                Long until = backedOffUntil.get(ranked.get(i).address());
+                return until != null && now - until < 0;
+            });
+        }
+        attempt(new Plan(c, r, order, position, now, decision, loopOf(Vertx.currentContext())), 0);
     }
-
-    private static final java.util.function.IntPredicate NONE_BACKED_OFF = i -> false;
 
     /**
      * A resource's limiters in HRW rank order for one view of the list (the first {@code n}), and its round-robin
@@ -561,6 +595,11 @@ public final class LeveeClient implements AutoCloseable {
      */
     private record Ranking(View view, int n, List<Member> ranked,
                            ConcurrentHashMap<dev.levee.core.S3Operation, AtomicLong> positions) {
+        /** The group size {@code g}: a ranking holds the group and up to as many beyond it ({@code n = 2g}). */
+        int g() {
+            return n / 2;
+        }
+
         /** Returns the next round-robin position of {@code op}'s stream on this resource. */
         long next(dev.levee.core.S3Operation op) {
             AtomicLong p = positions.get(op);
@@ -633,6 +672,31 @@ public final class LeveeClient implements AutoCloseable {
         return order;
     }
 
+    /**
+     * Returns the HRW rank asked at step {@code k} when no limiter is in back-off: {@code order(n, g, start,
+     * none)[k]} without the array — the group's members from the round-robin position on, then those beyond it.
+     */
+    static int plainRank(int n, int g, long start, int k) {
+        // the ranks of a plain order depend on start only modulo inGroup and modulo out: position() keeps both
+        int inGroup = Math.min(g, n);
+        if (k < inGroup) {
+            return (int) ((Math.floorMod(start, (long) inGroup) + k) % inGroup);
+        }
+        int out = n - inGroup;
+        return inGroup + (int) ((Math.floorMod(start, (long) out) + k - inGroup) % out);
+    }
+
+    /**
+     * Reduces a round-robin position to an int that gives the same plain order ({@link #plainRank}): {@code start}
+     * modulo {@code inGroup × out}, which both divide; -1 when that product exceeds an int (never, for fewer than
+     * 92 000 ranked limiters: then the order is kept as an array).
+     */
+    static int position(int n, int g, long start) {
+        int inGroup = Math.min(g, n);
+        long period = (long) inGroup * Math.max(1, n - inGroup);
+        return period > Integer.MAX_VALUE ? -1 : (int) Math.floorMod(start, period);
+    }
+
     /** Longest resource or key a limiter accepts, in UTF-8 bytes (the S3 key limit). */
     static final int MAX_BYTES = 1024;
 
@@ -676,90 +740,95 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     /**
-     * One check's route: the limiters to ask in order ({@link #order}), which of them are beyond the
-     * group, the group size sent with every attempt, and when the check started (ticker ns).
+     * One check on its way (SPEC.md §5): what is checked, the limiters it may ask and in which order, when it started
+     * (ticker ns), who waits for its decision, and where it is now. A check waits for, or is in, at most one
+     * limiter's request, batch or wire frame at a time, so the attempt in progress ({@link #i}: it asks
+     * {@code member(i)}) and when it was queued for it live here too: one object per check, not one per attempt.
+     * The order is kept as an array only when a limiter was in back-off as the check started ({@link #order}); else
+     * it is the plain one ({@link #plainRank}).
      */
-    private record Plan(S3Classification c, List<Member> ranked, int[] order, int g, long startedAt,
-                        Promise<ClientDecision> promise, io.netty.channel.EventLoop loop) {
+    private static final class Plan {
+        final S3Classification c;
+        /** The group and those beyond it in HRW rank order, and the group size. */
+        final Ranking ranking;
+        /** HRW ranks in asking order ({@link LeveeClient#order}), or null: the plain order ({@link LeveeClient#plainRank}). */
+        final int[] order;
+        /** The round-robin position the plain order starts from ({@link LeveeClient#position}). */
+        final int position;
+        final long startedAt;
+        final Completable<ClientDecision> decision;
+        /** The event loop the check was made on: where its wire sends go. */
+        final io.netty.channel.EventLoop loop;
+        /** The attempt in progress: the limiter asked is {@code member(i)}. */
+        int i;
+        /** When the check was queued for attempt {@link #i} (ticker ns). */
+        long queuedAt;
+
+        Plan(S3Classification c, Ranking ranking, int[] order, int position, long startedAt,
+             Completable<ClientDecision> decision, io.netty.channel.EventLoop loop) {
+            this.c = c;
+            this.ranking = ranking;
+            this.order = order;
+            this.position = position;
+            this.startedAt = startedAt;
+            this.decision = decision;
+            this.loop = loop;
+        }
+
+        /** The group size sent with every attempt. */
+        int g() {
+            return ranking.g();
+        }
+
         /** How many limiters the check may ask. */
         int size() {
-            return order.length;
+            return ranking.ranked().size();
         }
 
-        /** The limiter of attempt {@code i}. */
-        Member member(int i) {
-            return ranked.get(order[i]);
+        /** The HRW rank of the limiter of attempt {@code k}. */
+        int rank(int k) {
+            return order != null ? order[k] : plainRank(size(), g(), position, k);
         }
 
-        /** Whether attempt {@code i} goes beyond the group (a spill-over). */
-        boolean beyond(int i) {
-            return order[i] >= g;
-        }
-    }
-
-    /**
-     * A check waiting for (or in) a request to one limiter of its plan: {@code plan.member(i)}. Its JSON
-     * form is made only if it goes to a limiter that takes JSON only.
-     */
-    private static final class Pending {
-        final Plan plan;
-        final int i;
-        final long queuedAt;
-        private byte[] json;
-
-        Pending(Plan plan, int i, long queuedAt) {
-            this.plan = plan;
-            this.i = i;
-            this.queuedAt = queuedAt;
+        /** The limiter of attempt {@code k}. */
+        Member member(int k) {
+            return ranking.ranked().get(rank(k));
         }
 
-        Plan plan() {
-            return plan;
+        /** Whether attempt {@code k} goes beyond the group (a spill-over). */
+        boolean beyond(int k) {
+            return rank(k) >= g();
         }
 
-        int i() {
-            return i;
-        }
-
-        long queuedAt() {
-            return queuedAt;
-        }
-
-        Member member() {
-            return plan.member(i);
-        }
-
+        /** The JSON form, for a limiter that takes JSON only (made when needed: not kept, as few checks need it). */
         byte[] json() {
-            if (json == null) {
-                S3Classification c = plan.c();
-                json = Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), plan.g()));
-            }
-            return json;
+            return Json.write(new CheckItem(c.resource(), c.key(), c.operation().name(), g()));
         }
 
-        /** Bytes of this check in the body of a request in the given encoding. */
-        int size(boolean binary) {
-            S3Classification c = plan.c();
-            return binary ? BinaryChecks.checkSize(c.resource(), c.key(), c.operation().name()) : json().length + 1;
+        /** Bytes of this check in the body of a binary request or wire frame. */
+        int binarySize() {
+            return BinaryChecks.checkSize(c.resource(), c.key(), c.operation().name());
         }
     }
 
+    /** Makes attempt {@code i} of a check: asks {@code plan.member(i)}, or ends the check when it may ask no more. */
     private void attempt(Plan plan, int i) {
-        S3Classification c = plan.c();
+        S3Classification c = plan.c;
+        plan.i = i;
         if (stopped) {
-            plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
+            plan.decision.succeed(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
                     "levee-client is stopped"));
             return;
         }
         if (i >= plan.g() && i < plan.size()
-                && ticker.read() - plan.startedAt() + options.checkTimeout().toNanos() > options.checkDeadline().toNanos()) {
+                && ticker.read() - plan.startedAt + options.checkTimeout().toNanos() > options.checkDeadline().toNanos()) {
             count("spill_deadline");
-            plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
+            plan.decision.succeed(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
                     "no limiter answered within the check deadline (" + options.checkDeadline().toMillis() + " ms)"));
             return;
         }
         if (i >= plan.size()) {
-            plan.promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
+            plan.decision.succeed(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, null, null, null, c, i),
                     plan.size() > plan.g() ? "no limiter of the group or beyond it answered"
                             : "no limiter of the group answered"));
             return;
@@ -776,7 +845,8 @@ public final class LeveeClient implements AutoCloseable {
             }
             ch = channels.computeIfAbsent(m.address(), a -> new Channel(a, addr));
         }
-        ch.submit(new Pending(plan, i, ticker.read()));
+        plan.queuedAt = ticker.read();
+        ch.submit(plan);
     }
 
     /**
@@ -790,7 +860,7 @@ public final class LeveeClient implements AutoCloseable {
     private final class Channel {
         private final String address;
         private final HostPort addr;
-        private final java.util.ArrayDeque<Pending> waiting = new java.util.ArrayDeque<>();
+        private final java.util.ArrayDeque<Plan> waiting = new java.util.ArrayDeque<>();
         private int inFlight;
         /** Set when the limiter has no {@code /v1/checks} (an older version): checks go one by one. */
         private volatile boolean single;
@@ -825,9 +895,9 @@ public final class LeveeClient implements AutoCloseable {
             }
         }
 
-        void submit(Pending p) {
+        void submit(Plan p) {
             if (!noWire && options.wire()) {
-                io.netty.channel.EventLoop loop = p.plan().loop();
+                io.netty.channel.EventLoop loop = p.loop;
                 if (!loop.inEventLoop()) {
                     loop.execute(() -> submit(p));
                     return;
@@ -851,17 +921,18 @@ public final class LeveeClient implements AutoCloseable {
                 }
             }
             if (now) {
-                send(List.of(p), binary);
+                send(List.of(p), binary, null);
             } else {
                 count("queue_full");
-                attempt(p.plan(), p.i() + 1);
+                attempt(p, p.i + 1);
             }
         }
 
         /** Called when a request finished: sends the next batch on the same slot, or frees it. */
         private void next() {
-            List<Pending> batch = new java.util.ArrayList<>();
-            List<Pending> expired = null;
+            List<Plan> batch = new java.util.ArrayList<>();
+            List<Plan> expired = null;
+            List<byte[]> jsons = null; // the batch's JSON forms, made once, when it goes in JSON
             long now = ticker.read();
             long timeout = options.checkTimeout().toNanos();
             int max = single ? 1 : options.maxBatch();
@@ -869,18 +940,25 @@ public final class LeveeClient implements AutoCloseable {
             long bytes = 0;
             synchronized (this) {
                 while (batch.size() < max && !waiting.isEmpty()) {
-                    int size = waiting.peek().size(bin);
+                    byte[] json = bin ? null : waiting.peek().json();
+                    int size = bin ? waiting.peek().binarySize() : json.length + 1;
                     if (!batch.isEmpty() && bytes + size > MAX_BATCH_BYTES) {
                         break; // the rest goes in the next batch
                     }
-                    Pending p = waiting.poll();
-                    if (now - p.queuedAt() > timeout) {
+                    Plan p = waiting.poll();
+                    if (now - p.queuedAt > timeout) {
                         if (expired == null) {
                             expired = new java.util.ArrayList<>();
                         }
                         expired.add(p);
                     } else {
                         batch.add(p);
+                        if (json != null) {
+                            if (jsons == null) {
+                                jsons = new java.util.ArrayList<>();
+                            }
+                            jsons.add(json);
+                        }
                         bytes += size;
                     }
                 }
@@ -890,35 +968,36 @@ public final class LeveeClient implements AutoCloseable {
             }
             if (expired != null) {
                 count("queue_timeout", expired.size());
-                for (Pending p : expired) {
-                    attempt(p.plan(), p.i() + 1);
+                for (Plan p : expired) {
+                    attempt(p, p.i + 1);
                 }
             }
             if (!batch.isEmpty()) {
-                send(batch, bin); // in the encoding its size was counted in
+                send(batch, bin, jsons); // in the encoding its size was counted in
             }
         }
 
-        private void send(List<Pending> batch, boolean bin) {
+        /** Sends a batch; {@code jsons}: the checks' JSON forms when made already, else null. */
+        private void send(List<Plan> batch, boolean bin, List<byte[]> jsons) {
             boolean one = batch.size() == 1;
             Buffer body;
             if (bin) {
                 io.netty.buffer.ByteBuf b = BinaryChecks.start(batch.size(), 8 + batch.size() * 64);
-                for (Pending p : batch) {
-                    S3Classification c = p.plan().c();
-                    BinaryChecks.writeCheck(b, c.resource(), c.key(), c.operation().name(), p.plan().g());
+                for (Plan p : batch) {
+                    BinaryChecks.writeCheck(b, p.c.resource(), p.c.key(), p.c.operation().name(), p.g());
                 }
                 body = BinaryChecks.toBuffer(b);
             } else if (one) {
-                body = Buffer.buffer(batch.get(0).json());
+                body = Buffer.buffer(jsons != null ? jsons.get(0) : batch.get(0).json());
             } else {
-                body = Buffer.buffer(64 + batch.size() * (batch.get(0).json().length + 8));
+                byte[] first = jsons != null ? jsons.get(0) : batch.get(0).json();
+                body = Buffer.buffer(64 + batch.size() * (first.length + 8));
                 body.appendString("{\"checks\":[");
                 for (int k = 0; k < batch.size(); k++) {
                     if (k > 0) {
                         body.appendByte((byte) ',');
                     }
-                    body.appendBytes(batch.get(k).json());
+                    body.appendBytes(k == 0 ? first : jsons != null ? jsons.get(k) : batch.get(k).json());
                 }
                 body.appendString("]}");
             }
@@ -965,7 +1044,7 @@ public final class LeveeClient implements AutoCloseable {
         }
 
         /** Re-queues a check at the front (its slot is freed by {@link #next()} right after). */
-        private void submitAfterSlot(Pending p) {
+        private void submitAfterSlot(Plan p) {
             synchronized (this) {
                 waiting.addFirst(p);
             }
@@ -1002,7 +1081,7 @@ public final class LeveeClient implements AutoCloseable {
             }
         }
 
-        private void answered(Pending p, LimiterAnswer a) {
+        private void answered(Plan p, LimiterAnswer a) {
             String r = a.result() == null ? "" : a.result();
             switch (r) {
                 case "accepted", "rejected" -> decided(p, r.equals("accepted"), a.retryAfter(), a.remaining(), a.level(),
@@ -1013,7 +1092,7 @@ public final class LeveeClient implements AutoCloseable {
         }
 
         /** A check's answer from the wire (the cursor holds it). */
-        private void answered(Pending p, BinaryChecks.AnswerCursor a) {
+        private void answered(Plan p, BinaryChecks.AnswerCursor a) {
             switch (a.result) {
                 case BinaryChecks.ACCEPTED, BinaryChecks.REJECTED -> decided(p, a.result == BinaryChecks.ACCEPTED,
                         a.retryAfter, a.remaining, a.level, a.limitKey, a.rate, a.burst, a.reset,
@@ -1023,18 +1102,18 @@ public final class LeveeClient implements AutoCloseable {
             }
         }
 
-        private void decided(Pending p, boolean ok, long retryAfter, long remaining, String level, String limitKey,
+        private void decided(Plan p, boolean ok, long retryAfter, long remaining, String level, String limitKey,
                              double rate, int burst, long reset, boolean wouldReject) {
-            boolean spilled = p.plan().beyond(p.i());
+            boolean spilled = p.beyond(p.i);
             if (spilled) {
                 count("spilled");
             }
             if (wouldReject) {
                 count("would_reject"); // admitted (or refused by an enforced quota); the shadow quota refused
             }
-            p.plan().promise().complete(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
+            p.decision.succeed(done(new ClientDecision(ok ? ClientDecision.Result.ACCEPTED
                     : ClientDecision.Result.REJECTED, ok ? 0 : Math.max(1, retryAfter), remaining,
-                    address, level, limitKey, p.plan().c(), p.i() + 1, rate, burst, reset,
+                    address, level, limitKey, p.c, p.i + 1, rate, burst, reset,
                     wouldReject), null, spilled));
         }
 
@@ -1057,9 +1136,9 @@ public final class LeveeClient implements AutoCloseable {
          * up; otherwise starts connecting (at most one attempt at a time, and after a failure not before
          * {@code backoff} has passed) and the check goes over HTTP meanwhile.
          */
-        private final class WireSlot implements WireConnection.Peer<Pending> {
+        private final class WireSlot implements WireConnection.Peer<Plan> {
             final io.netty.channel.EventLoop loop;
-            private WireConnection<Pending> wire;
+            private WireConnection<Plan> wire;
             private boolean connecting;
             private boolean retired;
             private long retryAt;
@@ -1070,7 +1149,7 @@ public final class LeveeClient implements AutoCloseable {
             }
 
             /** Sends over the wire; false: send it over HTTP. On {@link #loop}. */
-            boolean send(Pending p) {
+            boolean send(Plan p) {
                 if (wire != null && wire.send(p)) {
                     return true;
                 }
@@ -1081,7 +1160,7 @@ public final class LeveeClient implements AutoCloseable {
                                 connecting = false;
                                 if (f.isSuccess()) {
                                     @SuppressWarnings("unchecked")
-                                    WireConnection<Pending> w = (WireConnection<Pending>) f.getNow();
+                                    WireConnection<Plan> w = (WireConnection<Plan>) f.getNow();
                                     if (retired || stopped) {
                                         w.close(new IllegalStateException("levee-client is stopped"));
                                     } else {
@@ -1111,29 +1190,28 @@ public final class LeveeClient implements AutoCloseable {
             }
 
             @Override
-            public int size(Pending p) {
-                return p.size(true);
+            public int size(Plan p) {
+                return p.binarySize();
             }
 
             @Override
-            public void write(Pending p, io.netty.buffer.ByteBuf frame) {
-                S3Classification c = p.plan().c();
-                BinaryChecks.writeCheck(frame, c.resource(), c.key(), c.operation().name(), p.plan().g());
+            public void write(Plan p, io.netty.buffer.ByteBuf frame) {
+                BinaryChecks.writeCheck(frame, p.c.resource(), p.c.key(), p.c.operation().name(), p.g());
             }
 
             @Override
-            public void answered(Pending p, BinaryChecks.AnswerCursor answer) {
+            public void answered(Plan p, BinaryChecks.AnswerCursor answer) {
                 backedOffUntil.remove(address);
                 Channel.this.answered(p, answer);
             }
 
             @Override
-            public void failed(List<Pending> checks, Throwable cause) {
+            public void failed(List<Plan> checks, Throwable cause) {
                 Channel.this.failed(checks, cause);
             }
 
             @Override
-            public void closed(WireConnection<Pending> connection, boolean clean) {
+            public void closed(WireConnection<Plan> connection, boolean clean) {
                 if (wire == connection) {
                     wire = null;
                 }
@@ -1151,33 +1229,33 @@ public final class LeveeClient implements AutoCloseable {
             }
         }
 
-        private void refused(Pending p, String why) {
+        private void refused(Plan p, String why) {
             // asking another member would get the same answer; the limiter is healthy
             count("limiter_refused");
-            p.plan().promise().complete(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, address, null,
-                    null, p.plan().c(), p.i() + 1), why));
+            p.decision.succeed(done(new ClientDecision(ClientDecision.Result.FAILED, 0, 0, address, null,
+                    null, p.c, p.i + 1), why));
         }
 
-        private void failed(List<Pending> batch, Throwable e) {
+        private void failed(List<Plan> batch, Throwable e) {
             if (stopped) {
-                for (Pending p : batch) {
-                    attempt(p.plan(), p.i() + 1); // fails as stopped: the limiter is not to blame
+                for (Plan p : batch) {
+                    attempt(p, p.i + 1); // fails as stopped: the limiter is not to blame
                 }
                 return;
             }
             if (e instanceof Refused) {
-                for (Pending p : batch) {
+                for (Plan p : batch) {
                     refused(p, "limiter refused the check: " + e.getMessage());
                 }
                 return;
             }
-            Member m = batch.get(0).member();
+            Member m = batch.get(0).member(batch.get(0).i);
             backedOffUntil.put(address, ticker.read() + options.backoff().toNanos());
             LOG.warn("limiter {} ({}) failed: {}; backing off {} ms ({} checks fail over)", m.id(), addr,
                     e.getMessage(), options.backoff().toMillis(), batch.size());
             count("limiter_failure", batch.size());
-            for (Pending p : batch) {
-                attempt(p.plan(), p.i() + 1);
+            for (Plan p : batch) {
+                attempt(p, p.i + 1);
             }
         }
     }

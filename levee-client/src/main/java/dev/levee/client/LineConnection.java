@@ -1,13 +1,11 @@
 package dev.levee.client;
 
-import dev.levee.s3.S3Request;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.vertx.core.Completable;
-import io.vertx.core.Future;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,8 +15,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Order.</b> Requests are checked as they are decoded and may be decided out of order (they can go to
  * different limiters); their answers go out in request order. Each request takes a slot of a ring of at most
- * {@link #MAX_PENDING}; a slot is the check's completion handler, so a check allocates no callback, and is
- * reused once its answer is written. Answers are written into one pooled buffer and flushed once per read
+ * {@link #MAX_PENDING}; a slot is the check's completion handler ({@link LeveeClient#check(dev.levee.s3.S3Classification,
+ * io.vertx.core.Completable)}), so a check allocates neither a callback nor a future, and is reused once its answer
+ * is written. Answers are written into one pooled buffer and flushed once per read
  * burst ({@code channelReadComplete}) or, for answers that come later, once per event-loop turn.
  *
  * <p><b>Back-pressure.</b> With {@link #MAX_PENDING} checks outstanding, or while the socket does not take
@@ -40,7 +39,11 @@ final class LineConnection extends ChannelInboundHandlerAdapter implements LineD
 
     /** Decides one request: {@link LeveeClient#check} on the connection's Vert.x context. */
     interface Checks {
-        Future<ClientDecision> check(S3Request request);
+        /**
+         * Starts deciding {@code request} (valid only during the call) and completes {@code done} with the decision,
+         * exactly once, now or later, on any thread.
+         */
+        void check(LineDecoder.Request request, Completable<ClientDecision> done);
     }
 
     private final Checks checks;
@@ -208,16 +211,14 @@ final class LineConnection extends ChannelInboundHandlerAdapter implements LineD
     }
 
     @Override
-    public boolean request(S3Request request, boolean rateLimitOnAccept) {
+    public boolean request(LineDecoder.Request request, boolean rateLimitOnAccept) {
         Slot s = enqueue();
         s.rateLimitOnAccept = rateLimitOnAccept;
-        Future<ClientDecision> f;
         try {
-            f = checks.check(request);
+            checks.check(request, s);
         } catch (RuntimeException e) {
-            f = Future.failedFuture(e);
+            s.complete(null, e);
         }
-        f.onComplete(s);
         return room();
     }
 

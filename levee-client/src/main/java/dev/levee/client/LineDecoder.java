@@ -1,5 +1,8 @@
 package dev.levee.client;
 
+import dev.levee.s3.Latin1Chars;
+import dev.levee.s3.S3Classification;
+import dev.levee.s3.S3Classifier;
 import dev.levee.s3.S3Request;
 import io.netty.buffer.ByteBuf;
 import java.nio.charset.StandardCharsets;
@@ -17,12 +20,13 @@ import java.util.Arrays;
  *
  * <p>The decoder is a state machine fed with whatever bytes arrived: a request may be split anywhere
  * between reads, and one read may carry several requests (pipelining). A field's bytes are copied into
- * one scratch array that grows to the longest field seen (at most {@link #MAX_URI} bytes) and become a
- * {@code String} in ISO-8859-1, one char per byte: the same string Vert.x makes of the same bytes in an
- * {@code X-Levee-*} header, so both transports classify a request alike ({@link S3Request#fromRequestUri}).
- * An empty host or copy source is absent ({@code null}), as NGINX omits an empty header. A method is one
- * of the usual constants when its bytes spell one, and a host equal to the previous request's is that
- * string again: most checks allocate only the URI (and the copy source when there is one).
+ * an array that grows to the longest field seen (at most {@link #MAX_URI} bytes) and are read in ISO-8859-1,
+ * one char per byte: the characters Vert.x makes of the same bytes in an {@code X-Levee-*} header, so both
+ * transports classify a request alike ({@link Request#toS3Request()}). An empty host is absent ({@code null}),
+ * as NGINX omits an empty header, and so is a blank copy source ({@link S3Request#fromRequestUri}). A method is
+ * one of the usual constants when its bytes spell one, and a host equal to the previous request's is that
+ * string again. The URI stays bytes ({@link Latin1Chars}), classified where it lies, and of the copy source
+ * only its presence is kept: most checks make no string here at all.
  *
  * <p>Strict: a wrong first byte, a separator other than SP, flags other than 0 or 1, a length that is
  * not 1–5 digits followed by ':' or exceeds its field's limit, an empty method or URI, or a byte other
@@ -55,16 +59,37 @@ final class LineDecoder {
         }
     }
 
+    /**
+     * One decoded request, as the decoder holds it: valid only during {@link Sink#request}, then refilled with the
+     * next request (its URI is a view of the decoder's array).
+     */
+    static final class Request {
+        private String method;
+        private String host;
+        private final Latin1Chars uri = new Latin1Chars();
+        private boolean hasCopySource;
+
+        /** Classifies the request as {@code classifier.classify(toS3Request())} does, without making the URI a string. */
+        S3Classification classify(S3Classifier classifier) {
+            return classifier.classify(method, host, uri, hasCopySource);
+        }
+
+        /** Returns the request as an {@link S3Request} (copies the URI). */
+        S3Request toS3Request() {
+            return S3Request.fromRequestUri(method, host, uri.toString(), hasCopySource);
+        }
+    }
+
     /** Receives what {@link #decode} finds. */
     interface Sink {
         /**
          * Takes one request.
          *
-         * @param request           the S3 request facts
+         * @param request           the S3 request facts, valid only during the call
          * @param rateLimitOnAccept flags "1": the answer carries the RateLimit fields when accepted too
          * @return whether to go on decoding now; false leaves the rest of the buffer unread (back-pressure)
          */
-        boolean request(S3Request request, boolean rateLimitOnAccept);
+        boolean request(Request request, boolean rateLimitOnAccept);
 
         /**
          * Takes the reason decoding stopped for good; called once, after every request before it.
@@ -90,11 +115,11 @@ final class LineDecoder {
     private int length;
     /** Bytes of the current field copied so far. */
     private int filled;
+    /** The bytes of the method, host and copy-source fields, one after the other. */
     private byte[] scratch = new byte[256];
-    private String method;
-    private String host;
-    private String uri;
-    private String copySource;
+    /** The bytes of the URI field: kept while the copy-source field is read, then viewed by {@link Request#uri}. */
+    private byte[] uriBytes = new byte[256];
+    private final Request request = new Request();
     private byte[] lastHostBytes = new byte[0];
     private String lastHost;
 
@@ -114,7 +139,7 @@ final class LineDecoder {
         while (state != BROKEN && in.isReadable()) {
             if (state == BYTES) {
                 int n = Math.min(length - filled, in.readableBytes());
-                in.readBytes(scratch, filled, n);
+                in.readBytes(field == URI ? uriBytes : scratch, filled, n);
                 filled += n;
                 if (filled == length) {
                     endField();
@@ -140,8 +165,7 @@ final class LineDecoder {
                         fail(sink, "expected LF after the copy-source field");
                     } else {
                         state = COMMAND;
-                        S3Request r = S3Request.fromRequestUri(method, host, uri, copySource);
-                        if (!sink.request(r, rateLimitOnAccept)) {
+                        if (!sink.request(request, rateLimitOnAccept)) {
                             return;
                         }
                     }
@@ -197,27 +221,39 @@ final class LineDecoder {
         } else if (length == 0) {
             endField();
         } else {
-            if (scratch.length < length) {
-                scratch = Arrays.copyOf(scratch, Math.min(MAX_URI, Math.max(length, 2 * scratch.length)));
+            if (field == URI && uriBytes.length < length) {
+                uriBytes = Arrays.copyOf(uriBytes, Math.min(MAX_URI, Math.max(length, 2 * uriBytes.length)));
+            } else if (field != URI && scratch.length < length) {
+                scratch = Arrays.copyOf(scratch, Math.min(MAX_COPY_SOURCE, Math.max(length, 2 * scratch.length)));
             }
             state = BYTES;
         }
     }
 
-    /** Turns the scratch bytes of the current field into its value and moves on. */
+    /** Turns the bytes of the current field into its value and moves on. */
     private void endField() {
         switch (field) {
-            case METHOD -> method = methodOf(scratch, length);
-            case HOST -> host = hostOf(scratch, length);
-            case URI -> uri = new String(scratch, 0, length, StandardCharsets.ISO_8859_1);
+            case METHOD -> request.method = methodOf(scratch, length);
+            case HOST -> request.host = hostOf(scratch, length);
+            case URI -> request.uri.wrap(uriBytes, length);
             default -> {
-                // the copy source is rare (CopyObject, UploadPartCopy): its string only when there is one
-                copySource = length == 0 ? null : new String(scratch, 0, length, StandardCharsets.ISO_8859_1);
+                // only whether it is there counts (CopyObject, UploadPartCopy), as S3Request keeps it
+                request.hasCopySource = !blank(scratch, length);
                 state = END;
                 return;
             }
         }
         startField(field + 1);
+    }
+
+    /** Whether {@code b[0, n)} read as ISO-8859-1 is empty or white space only, as {@link String#isBlank()} says. */
+    private static boolean blank(byte[] b, int n) {
+        for (int i = 0; i < n; i++) {
+            if (!Character.isWhitespace((char) (b[i] & 0xFF))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static String methodOf(byte[] b, int n) {

@@ -46,12 +46,14 @@ final class LineServer {
      */
     static Future<LineServer> listen(Vertx vertx, HostPort listen, Duration idleTimeout, LeveeClient client) {
         ContextInternal context = (ContextInternal) vertx.getOrCreateContext();
-        LineConnection.Checks checks = request -> {
+        LineConnection.Checks checks = (request, done) -> {
             // Netty calls LineConnection outside any Vert.x dispatch: make the check on this context, as the
             // HTTP endpoint does, rather than let the client hop to a context of its own
             ContextInternal previous = context.beginDispatch();
             try {
-                return client.check(request);
+                // classified from the received bytes, then checked with the connection's slot as the callback:
+                // no request string, no future (docs/decisions.md, "Allocation per check on the line path")
+                client.check(request.classify(client.classifier()), done);
             } finally {
                 context.endDispatch(previous);
             }

@@ -8,8 +8,7 @@ import dev.levee.s3.S3Request;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
-import io.vertx.core.Future;
-import io.vertx.core.Promise;
+import io.vertx.core.Completable;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -57,13 +56,18 @@ class LineConnectionTest {
 
     /** What a decoder delivered. */
     static final class Collected implements LineDecoder.Sink {
+        static final dev.levee.s3.S3Classifier CLASSIFIER =
+                dev.levee.s3.S3Classifier.withBaseDomains(List.of("s3.test"));
         final List<S3Request> requests = new ArrayList<>();
+        /** Each request classified from the decoder's bytes. */
+        final List<S3Classification> classified = new ArrayList<>();
         final List<Boolean> flags = new ArrayList<>();
         final List<String> errors = new ArrayList<>();
 
         @Override
-        public boolean request(S3Request request, boolean rateLimitOnAccept) {
-            requests.add(request);
+        public boolean request(LineDecoder.Request request, boolean rateLimitOnAccept) {
+            requests.add(request.toS3Request());
+            classified.add(request.classify(CLASSIFIER));
             flags.add(rateLimitOnAccept);
             return true;
         }
@@ -191,6 +195,23 @@ class LineConnectionTest {
     }
 
     @Test
+    void aRequestClassifiedFromTheDecodersBytesIsClassifiedAsItsS3Request() {
+        byte[] stream = concat(req("GET", "h", "/bkt/a%20b/c?versionId=1"), req("PUT", "bkt.s3.test:80", "/k?partNumber=2&uploadId=u"),
+                req(false, latin1("PUT"), latin1("h"), latin1("/b/k"), latin1(" \t")), // a blank copy source is none
+                req(false, latin1("PUT"), latin1("h"), latin1("/b/k"), latin1("/src/k")),
+                req(false, latin1("GET"), latin1("h"), "/bkt/café?acl".getBytes(StandardCharsets.UTF_8), new byte[0]),
+                req("DELETE", "", "http://bkt.s3.test/x%ZZ"), req("POST", "h", "/b?delete"));
+        Collected c = decode(stream);
+        assertThat(c.requests).hasSize(7);
+        for (int i = 0; i < c.requests.size(); i++) {
+            assertThat(c.classified.get(i)).as("request %d", i).isEqualTo(Collected.CLASSIFIER.classify(c.requests.get(i)));
+        }
+        assertThat(c.classified).extracting(S3Classification::operation).containsExactly(S3Operation.GetObject,
+                S3Operation.UploadPart, S3Operation.PutObject, S3Operation.CopyObject, S3Operation.GetObjectAcl,
+                S3Operation.Unknown, S3Operation.DeleteObjects);
+    }
+
+    @Test
     void theLongestFieldsAreTaken() {
         byte[] uri = concat(latin1("/"), latin1("u".repeat(LineDecoder.MAX_URI - 1)));
         Collected c = decode(req(false, latin1("M".repeat(LineDecoder.MAX_METHOD)), latin1("h".repeat(LineDecoder.MAX_HOST)),
@@ -206,18 +227,17 @@ class LineConnectionTest {
     /** Checks that wait for the test to decide them; records each request in order. */
     static final class Pending implements LineConnection.Checks {
         final List<S3Request> requests = new ArrayList<>();
-        final Map<String, Promise<ClientDecision>> byPath = new HashMap<>();
+        final Map<String, Completable<ClientDecision>> byPath = new HashMap<>();
 
         @Override
-        public Future<ClientDecision> check(S3Request request) {
-            requests.add(request);
-            Promise<ClientDecision> p = Promise.promise();
-            byPath.put(request.path(), p);
-            return p.future();
+        public void check(LineDecoder.Request request, Completable<ClientDecision> done) {
+            S3Request r = request.toS3Request();
+            requests.add(r);
+            byPath.put(r.path(), done);
         }
 
         void decide(String path, ClientDecision d) {
-            byPath.get(path).complete(d);
+            byPath.get(path).succeed(d);
         }
     }
 
@@ -261,7 +281,7 @@ class LineConnectionTest {
 
     @Test
     void checksAnsweredWithinTheReadAreFlushedOnceAtTheEndOfTheBurst() {
-        LineConnection.Checks now = r -> Future.succeededFuture(accepted());
+        LineConnection.Checks now = (r, done) -> done.succeed(accepted());
         EmbeddedChannel ch = new EmbeddedChannel(new LineConnection(now));
         ch.writeInbound(Unpooled.wrappedBuffer(req("GET", "h", "/1")), Unpooled.wrappedBuffer(req("GET", "h", "/2")));
         assertThat(outbound(ch)).isEqualTo("accepted\t0\t\t\naccepted\t0\t\t\n|");
@@ -270,7 +290,7 @@ class LineConnectionTest {
 
     @Test
     void theFlagsAskForTheFieldsOnAnAcceptedAnswer() {
-        LineConnection.Checks now = r -> Future.succeededFuture(accepted());
+        LineConnection.Checks now = (r, done) -> done.succeed(accepted());
         EmbeddedChannel ch = new EmbeddedChannel(new LineConnection(now));
         ch.writeInbound(Unpooled.wrappedBuffer(concat(req(true, latin1("GET"), latin1("h"), latin1("/1"), new byte[0]),
                 req("GET", "h", "/2"))));
@@ -283,8 +303,8 @@ class LineConnectionTest {
 
     @Test
     void aCheckThatFailsIsAnsweredFailed() {
-        LineConnection.Checks broken = r -> Future.failedFuture(new IllegalStateException("boom"));
-        LineConnection.Checks throwing = r -> {
+        LineConnection.Checks broken = (r, done) -> done.fail(new IllegalStateException("boom"));
+        LineConnection.Checks throwing = (r, done) -> {
             throw new IllegalStateException("boom");
         };
         for (LineConnection.Checks c : List.of(broken, throwing)) {

@@ -84,4 +84,20 @@ class SpillOrderProperties {
             }
         }
     }
+
+    /**
+     * Without a limiter in back-off a check keeps no order array: its plain order is {@code order}'s, step by step,
+     * from the round-robin position or from the int a plan keeps of it.
+     */
+    @Property
+    void thePlainRankIsTheOrderWhenNoLimiterIsBackedOff(@ForAll("clusters") Cluster c, @ForAll long start) {
+        int[] order = LeveeClient.order(c.ranked(), c.g(), start, i -> false);
+        int position = LeveeClient.position(c.ranked(), c.g(), start);
+        assertThat(position).isNotNegative();
+        for (int k = 0; k < order.length; k++) {
+            assertThat(LeveeClient.plainRank(c.ranked(), c.g(), start, k)).as("step %d", k).isEqualTo(order[k]);
+            assertThat(LeveeClient.plainRank(c.ranked(), c.g(), position, k)).as("step %d from the int position", k)
+                    .isEqualTo(order[k]);
+        }
+    }
 }

@@ -38,7 +38,7 @@ import org.junit.jupiter.api.Test;
 class WireTest {
 
     /** How a stand-in behaves on the wire. */
-    enum Mode { ANSWER, STALL, ERROR, WRONG_COUNT, NO_UPGRADE, GOAWAY_AFTER_FIRST_FRAME }
+    enum Mode { ANSWER, STALL, ERROR, WRONG_COUNT, NO_UPGRADE, GOAWAY_AFTER_FIRST_FRAME, DRIBBLE }
 
     final Vertx vertx = Vertx.vertx();
     final MeterRegistry registry = Metrics.newRegistry();
@@ -144,6 +144,12 @@ class WireTest {
             CheckWire.endFrame(out, start);
             if (mode == Mode.GOAWAY_AFTER_FIRST_FRAME) {
                 CheckWire.writeGoAway(out);
+            }
+            if (mode == Mode.DRIBBLE) {
+                for (byte b : bytes(out).getBytes()) {
+                    so.write(Buffer.buffer(new byte[] {b})); // a frame split across many reads
+                }
+                return;
             }
             so.write(bytes(out));
         }
@@ -283,6 +289,20 @@ class WireTest {
         List<ClientDecision> ds = together(10, "bkt");
         assertThat(ds).extracting(ClientDecision::result).containsOnly(ClientDecision.Result.ACCEPTED);
         assertThat(ds).extracting(ClientDecision::limitKey).containsOnly("b:bkt");
+    }
+
+    @Test
+    void answersThatArriveAByteAtATimeAreEachMatchedToTheirCheck() throws Exception {
+        Stub a = new Stub("a", Mode.ANSWER);
+        client(1, Duration.ofSeconds(2), a);
+        wireUp(a);
+        a.mode = Mode.DRIBBLE;
+        for (int round = 0; round < 3; round++) {
+            List<ClientDecision> ds = together(5, "b" + round);
+            assertThat(ds).extracting(ClientDecision::result).containsOnly(ClientDecision.Result.ACCEPTED);
+            assertThat(ds).extracting(ClientDecision::limitKey).containsOnly("a:b" + round);
+        }
+        assertThat(count("limiter_failure")).isZero();
     }
 
     @Test

@@ -277,7 +277,7 @@ public final class BinaryChecks {
          */
         public int begin(ByteBuf body) {
             r.reset(body);
-            count = r.header("check");
+            count = r.header("check", "check count");
             index = 0;
             return count;
         }
@@ -485,9 +485,20 @@ public final class BinaryChecks {
          * @throws IllegalArgumentException when the header is malformed
          */
         public int begin(ByteBuf body) {
-            r.reset(body);
+            return begin(body, body.writerIndex());
+        }
+
+        /**
+         * Starts reading a body from its reader index to {@code end} (the indexes are not moved): a frame read where
+         * it lies in a buffer that holds more.
+         *
+         * @return how many answers it holds
+         * @throws IllegalArgumentException when the header is malformed
+         */
+        public int begin(ByteBuf body, int end) {
+            r.reset(body, end);
             index = 0;
-            return r.header("answer");
+            return r.header("answer", "answer count");
         }
 
         /** Returns the version byte of the body. */
@@ -581,7 +592,7 @@ public final class BinaryChecks {
     /** Goes on while a byte is ASCII: {@code forEachByte} returns the index of the first byte that is not, or -1. */
     private static final ByteProcessor ASCII = value -> value >= 0;
 
-    /** Reads big-endian fields from a body between its reader index and its writer index, by absolute index. */
+    /** Reads big-endian fields from a body between its reader index and an end (its writer index), by absolute index. */
     private static final class Reader {
         ByteBuf b;
         int pos;
@@ -590,13 +601,18 @@ public final class BinaryChecks {
         int version;
 
         void reset(ByteBuf body) {
+            reset(body, body.writerIndex());
+        }
+
+        void reset(ByteBuf body, int end) {
             b = body;
             pos = body.readerIndex();
-            limit = body.writerIndex();
+            limit = end;
             length = limit - pos;
         }
 
-        int header(String what) {
+        /** Reads the version and the count; {@code countField} names the count (a constant: no string per body). */
+        int header(String what, String countField) {
             if (length < 3) {
                 throw new IllegalArgumentException("binary body of " + length + " bytes: too short for its header");
             }
@@ -607,7 +623,7 @@ public final class BinaryChecks {
             }
             version = v;
             pos++;
-            int n = u16(what + " count", -1);
+            int n = u16(countField, -1);
             if (n < 1 || n > MAX_CHECKS) {
                 throw new IllegalArgumentException(what + " count " + n + " is not between 1 and " + MAX_CHECKS);
             }

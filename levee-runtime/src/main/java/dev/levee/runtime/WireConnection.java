@@ -192,7 +192,7 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
             var p = c.pipeline();
             p.remove("aggregate");
             p.remove("refused");
-            p.addLast("levee-frames", CheckWire.frameDecoder());
+            p.addLast("levee-frames", new Frames());
             p.addLast("levee-wire", WireConnection.this);
             if (!done.trySuccess(WireConnection.this)) {
                 c.close(); // the handshake's deadline passed first
@@ -325,39 +325,60 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
         framesCount++;
     }
 
-    @Override
-    public void channelRead(ChannelHandlerContext c, Object msg) {
-        ByteBuf f = (ByteBuf) msg;
-        try {
-            if (!failed) {
-                frame(f);
+    /**
+     * Cuts the received bytes into frames ({@link CheckWire}: a u32 length, then type, id and body) and hands each to
+     * the connection where it lies in the buffer, without a slice per frame as {@link CheckWire#frameDecoder()}
+     * makes: the client reads every ANSWERS frame in place. A length over {@link CheckWire#MAX_FRAME} fails the
+     * connection, as that decoder does.
+     */
+    private final class Frames extends io.netty.handler.codec.ByteToMessageDecoder {
+        @Override
+        protected void decode(ChannelHandlerContext c, ByteBuf in, List<Object> out) {
+            while (in.readableBytes() >= 4) {
+                int start = in.readerIndex();
+                int length = in.getInt(start);
+                if (length < 0 || length > CheckWire.MAX_FRAME) {
+                    throw new io.netty.handler.codec.TooLongFrameException("frame length " + (length & 0xFFFFFFFFL)
+                            + " exceeds " + CheckWire.MAX_FRAME);
+                }
+                if (in.readableBytes() - 4 < length) {
+                    return; // the rest of the frame comes with a later read
+                }
+                int end = start + 4 + length;
+                in.readerIndex(start + 4);
+                try {
+                    if (!failed) {
+                        frame(in, end);
+                    }
+                } catch (IllegalArgumentException | IllegalStateException e) {
+                    fail(new IllegalStateException("malformed answer: " + e.getMessage()));
+                } finally {
+                    in.readerIndex(end);
+                }
             }
-        } catch (IllegalArgumentException | IllegalStateException e) {
-            fail(new IllegalStateException("malformed answer: " + e.getMessage()));
-        } finally {
-            f.release();
         }
     }
 
-    private void frame(ByteBuf f) {
-        if (f.readableBytes() < 5) {
-            throw new IllegalStateException("frame of " + f.readableBytes() + " bytes");
+    /** Reads one frame: {@code f} from its reader index (the type) to {@code end}. */
+    private void frame(ByteBuf f, int end) {
+        if (end - f.readerIndex() < 5) {
+            throw new IllegalStateException("frame of " + (end - f.readerIndex()) + " bytes");
         }
         byte type = f.readByte();
         int id = f.readInt();
         switch (type) {
-            case CheckWire.ANSWERS -> answers(f, id);
+            case CheckWire.ANSWERS -> answers(f, end, id);
             case CheckWire.GOAWAY -> {
                 goingAway = true;
                 closeIfDone();
             }
             case CheckWire.ERROR -> fail(new IllegalStateException("limiter refused frame " + id + ": "
-                    + CheckWire.readError(f)));
+                    + CheckWire.readError(f.slice(f.readerIndex(), end - f.readerIndex()))));
             default -> throw new IllegalStateException("unknown frame type " + type);
         }
     }
 
-    private void answers(ByteBuf f, int id) {
+    private void answers(ByteBuf f, int end, int id) {
         if (framesCount == 0) {
             throw new IllegalStateException("an answer to frame " + id + ", but no frame is outstanding");
         }
@@ -365,7 +386,7 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
             throw new IllegalStateException("answer to frame " + id + " where " + expectId + " was next");
         }
         int expected = frames[framesHead];
-        int n = answers.begin(f);
+        int n = answers.begin(f, end);
         if (n != expected) {
             throw new IllegalStateException(n + " answers for " + expected + " checks");
         }

@@ -26,11 +26,11 @@ final class PercentDecoding {
      * @param s    the text, not null
      * @param from the start index, inclusive
      * @param to   the end index, exclusive, {@code from ≤ to ≤ s.length()}
-     * @return the decoded text, or {@code s.substring(from, to)} when it has no escape or is malformed
+     * @return the decoded text, or {@code s[from, to)} as it is when it has no escape or is malformed
      */
-    static String decodeOnce(String s, int from, int to) {
+    static String decodeOnce(CharSequence s, int from, int to) {
         String decoded = decodeOrNull(s, from, to);
-        return decoded == null ? s.substring(from, to) : decoded;
+        return decoded == null ? Chars.substring(s, from, to) : decoded;
     }
 
     /**
@@ -39,13 +39,13 @@ final class PercentDecoding {
      * @param s    the text, not null
      * @param from the start index, inclusive
      * @param to   the end index, exclusive, {@code from ≤ to ≤ s.length()}
-     * @return the decoded text (the substring itself when it has no escape), or null when an escape is
+     * @return the decoded text ({@code s[from, to)} as it is when it has no escape), or null when an escape is
      *         truncated or not hexadecimal or the decoded bytes are not well-formed UTF-8
      */
-    static String decodeOrNull(String s, int from, int to) {
-        int percent = s.indexOf('%', from);
-        if (percent < 0 || percent >= to) {
-            return s.substring(from, to);
+    static String decodeOrNull(CharSequence s, int from, int to) {
+        int percent = Chars.indexOf(s, '%', from, to);
+        if (percent < 0) {
+            return Chars.substring(s, from, to);
         }
         StringBuilder out = new StringBuilder(to - from);
         out.append(s, from, percent);

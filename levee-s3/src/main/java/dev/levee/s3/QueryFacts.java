@@ -27,44 +27,73 @@ record QueryFacts(long subResources, boolean partNumber, String listType, String
      * @return the facts, never null
      */
     static QueryFacts parse(String query) {
-        if (query == null || query.isEmpty()) {
+        return query == null ? NONE : parse(query, 0, query.length());
+    }
+
+    /**
+     * Parses the raw query {@code text[from, to)}. A parameter name without {@code '%'} is compared where it
+     * stands, without a copy: only an escaped name, and the values of {@code list-type} and {@code select-type},
+     * become strings.
+     *
+     * @param text the text holding the query, not null
+     * @param from the index just after the {@code '?'}
+     * @param to   the end of the query, exclusive
+     * @return the facts, never null
+     */
+    static QueryFacts parse(CharSequence text, int from, int to) {
+        if (from >= to) {
             return NONE;
         }
         long mask = 0L;
         boolean partNumber = false;
         String listType = null;
         String selectType = null;
-        int n = query.length();
-        int start = 0;
-        while (start < n) {
-            int end = query.indexOf('&', start);
+        int start = from;
+        while (start < to) {
+            int end = Chars.indexOf(text, '&', start, to);
             if (end < 0) {
-                end = n;
+                end = to;
             }
             if (end > start) {
-                int eq = query.indexOf('=', start);
-                if (eq < 0 || eq > end) {
+                int eq = Chars.indexOf(text, '=', start, end);
+                if (eq < 0) {
                     eq = end;
                 }
-                String name = PercentDecoding.decodeOnce(query, start, eq);
-                SubResource sub = SubResource.byWireName(name);
+                SubResource sub;
+                boolean isPartNumber;
+                boolean isListType;
+                boolean isSelectType;
+                if (Chars.indexOf(text, '%', start, eq) < 0) {
+                    // the name as it stands is the name decoded: compare it in place
+                    sub = SubResource.byWireName(text, start, eq);
+                    isPartNumber = Chars.regionEquals(text, start, eq, "partNumber");
+                    isListType = Chars.regionEquals(text, start, eq, "list-type");
+                    isSelectType = Chars.regionEquals(text, start, eq, "select-type");
+                } else {
+                    String name = PercentDecoding.decodeOnce(text, start, eq);
+                    sub = SubResource.byWireName(name);
+                    isPartNumber = name.equals("partNumber");
+                    isListType = name.equals("list-type");
+                    isSelectType = name.equals("select-type");
+                }
                 if (sub != null) {
                     mask |= sub.bit();
-                } else if (name.equals("partNumber")) {
+                } else if (isPartNumber) {
                     partNumber = true;
-                } else if (listType == null && name.equals("list-type")) {
-                    listType = value(query, eq, end);
-                } else if (selectType == null && name.equals("select-type")) {
-                    selectType = value(query, eq, end);
+                } else if (listType == null && isListType) {
+                    listType = value(text, eq, end);
+                } else if (selectType == null && isSelectType) {
+                    selectType = value(text, eq, end);
                 }
             }
             start = end + 1;
         }
-        return new QueryFacts(mask, partNumber, listType, selectType);
+        return mask == 0L && !partNumber && listType == null && selectType == null ? NONE
+                : new QueryFacts(mask, partNumber, listType, selectType);
     }
 
-    private static String value(String query, int eq, int end) {
-        return eq >= end ? "" : PercentDecoding.decodeOnce(query, eq + 1, end);
+    private static String value(CharSequence text, int eq, int end) {
+        return eq >= end ? "" : PercentDecoding.decodeOnce(text, eq + 1, end);
     }
 
     /** Returns whether any sub-resource is present. */

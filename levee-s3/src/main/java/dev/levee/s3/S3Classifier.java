@@ -15,7 +15,10 @@ import java.util.Objects;
  * Classification reads four raw facts of the request — method, Host, request-target and whether
  * {@code x-amz-copy-source} is present — and never the body. It runs on the hot path of every S3
  * request, so it uses no regular expressions, decodes nothing that has no {@code '%'}, and cannot
- * fail: any input, including nulls, garbage and invalid encodings, yields a classification.
+ * fail: any input, including nulls, garbage and invalid encodings, yields a classification. The request-target
+ * may come as a {@code String} ({@link S3Request}) or as characters where they stand ({@link Latin1Chars}: bytes
+ * as received); either way it is read in place, and only the parts of the answer — the key, a bucket name not
+ * seen lately — become strings (issue 12: allocation per check).
  *
  * <ol>
  *   <li><b>Target.</b> An absolute-form target ({@code http://host/bucket/key}) is reduced to its
@@ -49,7 +52,9 @@ import java.util.Objects;
  *       {@link S3Operation#Unknown}, which is still limited by resource-level quotas.</li>
  * </ol>
  *
- * <p>Instances are immutable and safe to share between threads.
+ * <p>Instances are safe to share between threads. Their configuration is immutable; their only state is a memo
+ * of the bucket names made lately ({@link Names}), which gives the same string again for the same text and never
+ * changes an answer.
  */
 public final class S3Classifier {
 
@@ -57,6 +62,8 @@ public final class S3Classifier {
 
     /** Lower-case base domains, longest first, so that the most specific one matches. */
     private final String[] baseDomains;
+    /** Bucket names made lately, given again for the same text instead of a new string each. */
+    private final Names names = new Names();
 
     private S3Classifier(String[] baseDomains) {
         this.baseDomains = baseDomains;
@@ -129,30 +136,68 @@ public final class S3Classifier {
         }
         RequestTarget target = RequestTarget.of(request.host(), request.path(), request.query());
         String path = target.path();
-        int n = path.length();
+        String query = target.query();
+        return classify(request.method(), target.host(), path, path.length(), query, 0,
+                query == null ? 0 : query.length(), request.hasCopySource());
+    }
+
+    /**
+     * Classifies one request given by its request line's facts, the request-target as characters: exactly as
+     * {@code classify(S3Request.fromRequestUri(method, host, requestUri.toString(), copy))} does, where
+     * {@code copy} is present when {@code hasCopySource}, but without making the target a string first — with
+     * a {@link Latin1Chars} view of received bytes, only the key (and a bucket name not seen lately) become
+     * strings. Never throws.
+     *
+     * @param method        the HTTP method as sent; may be null
+     * @param host          the {@code Host} header; may be null
+     * @param requestUri    the request-target as in the request line ({@code path?query}), still percent-encoded;
+     *                      may be null; read during the call only
+     * @param hasCopySource whether the request carries a non-blank {@code x-amz-copy-source} header
+     * @return the classification, never null, with non-null components
+     */
+    public S3Classification classify(String method, String host, CharSequence requestUri, boolean hasCopySource) {
+        int n = requestUri == null ? 0 : requestUri.length();
+        if (n == 0 || requestUri.charAt(0) != '/') {
+            // empty, absolute-form or otherwise unusual: split into strings as S3Request does (RequestTarget)
+            RequestTarget target = RequestTarget.of(host, requestUri == null ? null : requestUri.toString(), null);
+            return classify(new S3Request(method, target.host(), target.path(), target.query(), hasCopySource));
+        }
+        // origin form, the usual case: the path ends at the first '?', the rest is the query (RequestTarget.of)
+        int q = Chars.indexOf(requestUri, '?', 0, n);
+        return q < 0 ? classify(method, host, requestUri, n, null, 0, 0, hasCopySource)
+                : classify(method, host, requestUri, q, requestUri, q + 1, n, hasCopySource);
+    }
+
+    /**
+     * Classifies the path {@code path[0, n)} (split from its query, absolute form reduced) and the query
+     * {@code query[queryFrom, queryTo)} (null: none): steps 2 to 4 of the model.
+     */
+    private S3Classification classify(String httpMethod, String host, CharSequence path, int n, CharSequence query,
+                                      int queryFrom, int queryTo, boolean hasCopySource) {
         String resource;
         String key;
         boolean malformed = false;
-        String bucket = virtualHostedBucket(target.host());
+        String bucket = virtualHostedBucket(host);
         if (bucket != null) {
             resource = bucket;
             int from = n > 0 && path.charAt(0) == '/' ? 1 : 0;
             key = PercentDecoding.decodeOrNull(path, from, n);
             if (key == null) {
                 malformed = true;
-                key = path.substring(from, n);
+                key = Chars.substring(path, from, n);
             }
         } else {
             int start = 0;
             while (start < n && path.charAt(start) == '/') {
                 start++;
             }
-            int slash = path.indexOf('/', start);
+            int slash = Chars.indexOf(path, '/', start, n);
             int resourceEnd = slash < 0 ? n : slash;
-            resource = PercentDecoding.decodeOrNull(path, start, resourceEnd);
+            resource = Chars.indexOf(path, '%', start, resourceEnd) < 0 ? names.of(path, start, resourceEnd)
+                    : PercentDecoding.decodeOrNull(path, start, resourceEnd);
             if (resource == null) {
                 malformed = true;
-                resource = path.substring(start, resourceEnd);
+                resource = Chars.substring(path, start, resourceEnd);
             }
             if (slash < 0) {
                 key = "";
@@ -160,7 +205,7 @@ public final class S3Classifier {
                 key = PercentDecoding.decodeOrNull(path, slash + 1, n);
                 if (key == null) {
                     malformed = true;
-                    key = path.substring(slash + 1, n);
+                    key = Chars.substring(path, slash + 1, n);
                 }
             }
         }
@@ -168,15 +213,15 @@ public final class S3Classifier {
             // S3 answers such a request 400 InvalidURI: it names no object, so no operation quota applies
             return new S3Classification(resource, key, S3Operation.Unknown);
         }
-        HttpMethod method = HttpMethod.parse(request.method());
-        QueryFacts query = QueryFacts.parse(target.query());
+        HttpMethod method = HttpMethod.parse(httpMethod);
+        QueryFacts facts = query == null ? QueryFacts.NONE : QueryFacts.parse(query, queryFrom, queryTo);
         S3Operation operation;
         if (resource.isEmpty()) {
-            operation = OperationTable.service(method, query);
+            operation = OperationTable.service(method, facts);
         } else if (key.isEmpty()) {
-            operation = OperationTable.bucket(method, query);
+            operation = OperationTable.bucket(method, facts);
         } else {
-            operation = OperationTable.object(method, query, request.hasCopySource());
+            operation = OperationTable.object(method, facts, hasCopySource);
         }
         return new S3Classification(resource, key, operation);
     }
@@ -219,10 +264,61 @@ public final class S3Classifier {
             }
             if (host.charAt(start - 1) == '.') {
                 // ".s3.example.com" names no bucket: path-style rather than a shorter domain's match
-                return start == 1 ? null : host.substring(0, start - 1).toLowerCase(Locale.ROOT);
+                if (start == 1) {
+                    return null;
+                }
+                return lowerCaseAscii(host, start - 1) ? names.of(host, 0, start - 1)
+                        : host.substring(0, start - 1).toLowerCase(Locale.ROOT);
             }
         }
         return null;
+    }
+
+    /**
+     * Bucket names made lately, kept by a hash of their text, so that the requests of a bucket share one string
+     * instead of making one each. Racy by design: slots are read and written without a lock; a {@code String} is
+     * safely published through its final fields, so a reader sees some name made for the slot (or none), and uses
+     * it only after comparing its text. A name is always the text as it stands (one that needs no decoding).
+     */
+    private static final class Names {
+        private static final int SLOTS = 256;
+        /** Longest text kept, characters: a bucket name has at most 63 (255 for a legacy one). */
+        private static final int LONGEST = 255;
+        private final String[] slots = new String[SLOTS];
+
+        /** Returns {@code s[from, to)} as a string: the one made before for the same text, or a new one. */
+        String of(CharSequence s, int from, int to) {
+            int n = to - from;
+            if (n == 0) {
+                return "";
+            }
+            if (n > LONGEST) {
+                return Chars.substring(s, from, to);
+            }
+            int h = 0;
+            for (int i = from; i < to; i++) {
+                h = 31 * h + s.charAt(i);
+            }
+            int slot = (h ^ (h >>> 16)) & (SLOTS - 1);
+            String known = slots[slot];
+            if (known != null && Chars.regionEquals(s, from, to, known)) {
+                return known;
+            }
+            String made = Chars.substring(s, from, to);
+            slots[slot] = made;
+            return made;
+        }
+    }
+
+    /** Returns whether {@code s[0, end)} is ASCII without upper-case letters: its own lower case. */
+    private static boolean lowerCaseAscii(String s, int end) {
+        for (int i = 0; i < end; i++) {
+            char c = s.charAt(i);
+            if (c > 0x7F || c >= 'A' && c <= 'Z') {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Returns a description naming the base domains, for logs. */

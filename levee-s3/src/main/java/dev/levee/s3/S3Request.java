@@ -35,8 +35,18 @@ public record S3Request(String method, String host, String path, String query, b
      * @return the request, never null
      */
     public static S3Request fromRequestUri(String method, String host, String requestUri, String copySource) {
+        return fromRequestUri(method, host, requestUri, copySource != null && !copySource.isBlank());
+    }
+
+    /**
+     * Creates a request from the request-target of the request line, as
+     * {@link #fromRequestUri(String, String, String, String)} does, given only whether a copy source is present.
+     *
+     * @param hasCopySource whether the request carries a non-blank {@code x-amz-copy-source} header
+     * @return the request, never null
+     */
+    public static S3Request fromRequestUri(String method, String host, String requestUri, boolean hasCopySource) {
         RequestTarget target = RequestTarget.of(host, requestUri, null);
-        boolean copy = copySource != null && !copySource.isBlank();
-        return new S3Request(method, target.host(), target.path(), target.query(), copy);
+        return new S3Request(method, target.host(), target.path(), target.query(), hasCopySource);
     }
 }

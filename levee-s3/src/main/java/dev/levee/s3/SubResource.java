@@ -54,6 +54,10 @@ enum SubResource {
 
     private static final SubResource[] VALUES = values();
     private static final Map<String, SubResource> BY_WIRE_NAME = new HashMap<>();
+    /** Every wire name, and the sub-resource of each: for looking names up where they stand. */
+    private static final String[] WIRE_NAMES;
+    private static final SubResource[] OF_WIRE_NAME;
+    private static final int LONGEST;
 
     static {
         for (SubResource s : VALUES) {
@@ -61,6 +65,14 @@ enum SubResource {
                 BY_WIRE_NAME.put(name, s);
             }
         }
+        WIRE_NAMES = BY_WIRE_NAME.keySet().toArray(new String[0]);
+        OF_WIRE_NAME = new SubResource[WIRE_NAMES.length];
+        int longest = 0;
+        for (int k = 0; k < WIRE_NAMES.length; k++) {
+            OF_WIRE_NAME[k] = BY_WIRE_NAME.get(WIRE_NAMES[k]);
+            longest = Math.max(longest, WIRE_NAMES[k].length());
+        }
+        LONGEST = longest;
     }
 
     private final String[] wireNames;
@@ -82,6 +94,26 @@ enum SubResource {
      */
     static SubResource byWireName(String name) {
         return BY_WIRE_NAME.get(name);
+    }
+
+    /**
+     * Looks the parameter name {@code text[from, to)} up where it stands, without making it a string.
+     *
+     * @param text a text holding an undecoded name (one without {@code '%'}), not null
+     * @return the sub-resource, or null when the name is not one
+     */
+    static SubResource byWireName(CharSequence text, int from, int to) {
+        int n = to - from;
+        if (n <= 0 || n > LONGEST) {
+            return null;
+        }
+        for (int k = 0; k < WIRE_NAMES.length; k++) {
+            String name = WIRE_NAMES[k];
+            if (name.length() == n && name.charAt(0) == text.charAt(from) && Chars.regionEquals(text, from, to, name)) {
+                return OF_WIRE_NAME[k];
+            }
+        }
+        return null;
     }
 
     /** Returns the sub-resource whose {@link #bit()} is the lowest set bit of {@code mask}. */
