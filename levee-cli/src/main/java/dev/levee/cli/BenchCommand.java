@@ -77,6 +77,9 @@ final class BenchCommand {
                         + " (one HTTP request per check on --connections connections) (default: ${DEFAULT-VALUE})")
         String encoding;
 
+        @Option(names = "--timeline", description = "print the worst latency of each second of the latency phase")
+        boolean timeline;
+
         @Option(names = "--wire-connections", defaultValue = "1",
                 description = "with --encoding wire: check-wire connections to the limiter, as many as a levee-client has"
                         + " event loops sending checks (default: ${DEFAULT-VALUE})")
@@ -346,7 +349,14 @@ final class BenchCommand {
                     total, n -> {
                 long scheduled = Pacer.scheduled(start, rate, n);
                 one(http, a, n).onComplete(ar -> {
-                    rec.recordValue(Math.max(1, System.nanoTime() - scheduled));
+                    long latency = Math.max(1, System.nanoTime() - scheduled);
+                    rec.recordValue(latency);
+                    if (timeline) {
+                        int sec = (int) Math.min(worstPerSecond.length - 1, (scheduled - start) / 1_000_000_000L);
+                        if (latency > worstPerSecond[sec]) {
+                            worstPerSecond[sec] = latency;
+                        }
+                    }
                     if (ar.succeeded() && (ar.result() == 200 || ar.result() == 429)) {
                         done.incrementAndGet();
                     } else {
@@ -363,9 +373,19 @@ final class BenchCommand {
             finished.await(d.toSeconds() + 30, TimeUnit.SECONDS);
             double secs = (System.nanoTime() - start) / 1e9;
             var h = rec.getIntervalHistogram();
+            if (timeline) {
+                StringBuilder b = new StringBuilder("worst latency per second of the latency phase (ms):");
+                for (int i = 0; i < Math.min(worstPerSecond.length, (int) Math.ceil(secs)); i++) {
+                    b.append(String.format(Locale.ROOT, " %.1f", worstPerSecond[i] / 1e6));
+                }
+                System.out.println(b);
+            }
             return new Phase(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
                     h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get());
         }
+
+        /** The worst latency of each second of the latency phase (ns), with {@code --timeline}. */
+        private final long[] worstPerSecond = new long[3600];
 
         /**
          * Checks over the check wire ({@link dev.levee.runtime.WireConnection}) from the generator's event loop: an answer
