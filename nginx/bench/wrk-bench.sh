@@ -23,7 +23,7 @@
 # CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
 # ROWS (locations measured, default "none limitreq levee cosocket ideal client"),
-# OPEN_LOOP=1 adds open-loop rows at OPEN_LOOP_FRACTION (default 0.5) of /levee/'s rate (OPEN_LOOP_DURATION, default 20s;
+# OPEN_LOOP=1 adds open-loop rows at OPEN_LOOP_FRACTION (default 0.5) of /levee/'s rate (OPEN_LOOP_DURATION, default 15s, after 15 s of warm-up each;
 # OPEN_LOOP_ROUNDS, default 2) through `levee bench http` on Epsilon,
 # ROW_TIMES=FILE appends "location conns start-ns end-ns requests" per row (to cut a JFR recording by row),
 # CLIENT_JAVA_OPTS / LIMITER_JAVA_OPTS (extra JVM options of levee-client / each limiter; "%r" in them
@@ -302,8 +302,8 @@ if [ -n "${OPEN_LOOP:-}" ] && [ -n "${RPS[levee.$CONNS]:-}" ]; then
     exec 3>&-
   }
   read -r gc0c _ <<<"$(gc "$CLIENT")"; read -r gc0a _ <<<"$(gc "$L1")"; read -r gc0b _ <<<"$(gc "$L2")"
-  LEVEE_JAVA_OPTS="-XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -Xms4g -Xmx4g -XX:+AlwaysPreTouch" \
-    "${LEVEE[@]}" bench http "${urls[@]}" --rate "$rate" --duration "${OPEN_LOOP_DURATION:-20s}" --warmup 5s \
+  LEVEE_JAVA_OPTS="-XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -Xms8g -Xmx8g" \
+    "${LEVEE[@]}" bench http "${urls[@]}" --rate "$rate" --duration "${OPEN_LOOP_DURATION:-15s}" --warmup 15s \
     --connections 64 --rounds "${OPEN_LOOP_ROUNDS:-2}" 2>&1
   read -r gc1c _ m1c <<<"$(gc "$CLIENT")"; read -r gc1a _ m1a <<<"$(gc "$L1")"; read -r gc1b _ m1b <<<"$(gc "$L2")"
   echo "GC pauses during the open loop (warm-up included): levee-client $((gc1c - gc0c)), limiters $((gc1a - gc0a))" \
