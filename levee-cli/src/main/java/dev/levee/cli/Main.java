@@ -43,7 +43,7 @@ public final class Main {
         java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.WARNING);
         java.util.logging.Logger.getLogger("io.grpc").setLevel(java.util.logging.Level.WARNING);
         String[] rest = java.util.Arrays.stream(args).filter(a -> !a.equals("--stacktrace")).toArray(String[]::new);
-        CommandLine cl = new CommandLine(new Main());
+        CommandLine cl = commandLine(rest);
         cl.setCaseInsensitiveEnumValuesAllowed(true);
         // a value error: the error and one hint, not the whole usage (after which the error has scrolled away)
         cl.setParameterExceptionHandler((e, argv) -> {
@@ -66,6 +66,35 @@ public final class Main {
             return 1;
         });
         return cl.execute(rest);
+    }
+
+    /**
+     * The roles that run as services, built alone when the command line starts with one (issue 12, item 5: start-up):
+     * picocli builds the model of every command it is given from their annotations, and with the whole tree a role
+     * spent more time there (~0.25 s on a 2-core machine, the gateway's static logger set up among them) than in
+     * starting itself.
+     */
+    private static final java.util.Map<String, java.util.function.Supplier<Object>> ROLES = java.util.Map.of(
+            "limiter", LimiterCommand::new, "observer", ObserverCommand::new, "client", ClientCommand::new,
+            "gateway", GatewayCommand::new);
+
+    /**
+     * The command line for {@code args}: for a role run as a service ({@code levee limiter ...}), the root with that
+     * one sub-command — same name, version, options and messages; every other command line (help, the tools, a
+     * typo) gets the whole tree.
+     */
+    static CommandLine commandLine(String... args) {
+        var role = args.length > 0 ? ROLES.get(args[0]) : null;
+        if (role == null) {
+            return new CommandLine(new Main());
+        }
+        return new CommandLine(new Root()).addSubcommand(args[0], role.get());
+    }
+
+    /** The root command without its sub-commands (see {@link #commandLine}). */
+    @Command(name = "levee", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+            description = "Traffic governor for S3-compatible object storage.")
+    static final class Root {
     }
 
     static String describe(Throwable e) {
