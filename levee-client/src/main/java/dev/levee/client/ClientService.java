@@ -107,7 +107,7 @@ public final class ClientService implements AutoCloseable {
      * until that is over. The future completes once the listeners are up, not when the warm-up ends.
      *
      * @param warmup longest time the self-checks take once the first limiter list is in (CLI {@code --warmup},
-     *               default 3 s); zero for none
+     *               default 15 s); zero for none
      * @return the running service once both listen
      */
     public static Future<ClientService> start(Vertx vertx, HostPort listen, Line line, LeveeClient client,

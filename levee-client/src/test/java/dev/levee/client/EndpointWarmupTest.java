@@ -1,0 +1,144 @@
+package dev.levee.client;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.levee.runtime.HostPort;
+import dev.levee.runtime.Metrics;
+import dev.levee.runtime.SystemTicker;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * levee-client's warm-up ({@link EndpointWarmup}, CLI {@code --warmup}): after the first limiter list it sends
+ * self-checks through its own HTTP and line endpoints for the reserved resource, answers {@code /health} 503
+ * "warming up" meanwhile while serving real checks, does not count the self-checks, and ends when the rate stops
+ * rising (at least {@link EndpointWarmup#MIN_MS}) or at its bound; with a zero bound there is none.
+ */
+class EndpointWarmupTest {
+
+    Vertx vertx;
+    LeveeClient client;
+    MeterRegistry registry;
+    HttpClient http;
+    /** Checks the stand-in limiter received, by resource. */
+    final ConcurrentHashMap<String, AtomicInteger> received = new ConcurrentHashMap<>();
+
+    @BeforeEach
+    void start() throws Exception {
+        vertx = Vertx.vertx();
+        // a limiter that speaks JSON over HTTP only (it refuses the check wire's upgrade) and admits everything
+        HttpServer limiter = vertx.createHttpServer().requestHandler(req -> {
+            if (req.method() != HttpMethod.POST) {
+                req.response().setStatusCode(405).end();
+                return;
+            }
+            req.body().onSuccess(b -> {
+                JsonObject body = b.toJsonObject();
+                JsonArray in = req.path().equals("/v1/checks") ? body.getJsonArray("checks") : new JsonArray().add(body);
+                JsonArray out = new JsonArray();
+                for (int i = 0; i < in.size(); i++) {
+                    String resource = in.getJsonObject(i).getString("resource");
+                    received.computeIfAbsent(resource, r -> new AtomicInteger()).incrementAndGet();
+                    out.add(new JsonObject().put("result", "accepted").put("level", "default")
+                            .put("limitKey", "d:" + resource).put("remaining", 5).put("retryAfter", 0)
+                            .put("limiter", "stub").put("rate", 1000).put("burst", 10).put("reset", 0));
+                }
+                req.response().putHeader("Content-Type", "application/json").end(req.path().equals("/v1/checks")
+                        ? new JsonObject().put("decisions", out).encode() : out.getJsonObject(0).encode());
+            });
+        }).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+        String list = new JsonObject().put("revision", 1).put("factor", 1).put("limiters", new JsonArray()
+                .add(new JsonObject().put("id", "l1").put("address", "127.0.0.1:" + limiter.actualPort()))).encode();
+        HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
+                .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+        registry = Metrics.newRegistry();
+        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
+                Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()), SystemTicker.INSTANCE,
+                registry).await(10, TimeUnit.SECONDS);
+        http = vertx.createHttpClient();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        vertx.close().await(10, TimeUnit.SECONDS);
+    }
+
+    ClientService service(Duration warmup) throws Exception {
+        return ClientService.start(vertx, new HostPort("127.0.0.1", 0),
+                new ClientService.Line(new HostPort("127.0.0.1", 0), Duration.ofSeconds(60)), client, registry, warmup)
+                .await(10, TimeUnit.SECONDS);
+    }
+
+    record Answer(int status, String body) {
+    }
+
+    Answer get(int port, String uri, String method) throws Exception {
+        return http.request(HttpMethod.GET, port, "127.0.0.1", uri).compose(r -> {
+            if (method != null) {
+                r.putHeader("X-Levee-Method", method).putHeader("X-Levee-Host", "s3.example").putHeader("X-Levee-Uri",
+                        "/photos/cat.jpg");
+            }
+            return r.send();
+        }).compose(r -> r.body().map(b -> new Answer(r.statusCode(), b.toString()))).await(10, TimeUnit.SECONDS);
+    }
+
+    int warmupChecks() {
+        AtomicInteger n = received.get(dev.levee.runtime.Warmup.RESOURCE);
+        return n == null ? 0 : n.get();
+    }
+
+    double counted() {
+        return registry.find("levee_client_results_total").counters().stream().mapToDouble(c -> c.count()).sum();
+    }
+
+    @Test
+    void warmsThroughItsOwnEndpointsSaysSoOnHealthServesRealChecksMeanwhileAndEndsOnAPlateau() throws Exception {
+        long t0 = System.nanoTime();
+        ClientService s = service(Duration.ofSeconds(45));
+        Answer health = get(s.port(), "/health", null);
+        assertThat(health.status()).isEqualTo(503);
+        assertThat(health.body()).contains("\"status\":\"warming up\"").contains("--warmup");
+        // a real check is decided by the limiter while the warm-up runs, and counted
+        Answer real = get(s.port(), "/v1/s3check", "GET");
+        assertThat(real.status()).isEqualTo(200);
+        assertThat(received.get("photos").get()).isEqualTo(1);
+        assertThat(counted()).isEqualTo(1.0);
+        await().atMost(Duration.ofSeconds(5)).until(() -> warmupChecks() > 100);
+        await().atMost(Duration.ofSeconds(50)).pollInterval(Duration.ofMillis(100))
+                .until(() -> get(s.port(), "/health", null).status() == 200);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        int self = warmupChecks();
+        System.out.printf("client warm-up over the stand-in limiter: ready after %.1f s, %d self-checks%n", seconds, self);
+        // no shorter than its minimum, and ended by the plateau before the 45 s bound: the stand-in answers at a
+        // steady rate (9 s here on 2 cores, most of it the JIT; the bound leaves room for a slower machine)
+        assertThat(seconds).isGreaterThanOrEqualTo(EndpointWarmup.MIN_MS / 1000.0).isLessThan(44.0);
+        // self-checks are neither counted nor sent once it is over
+        assertThat(counted()).isEqualTo(1.0);
+        int after = warmupChecks();
+        await().pollDelay(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> true);
+        assertThat(warmupChecks()).isEqualTo(after);
+        assertThat(get(s.port(), "/health", null).body()).contains("\"status\":\"ready\"");
+    }
+
+    @Test
+    void aZeroBoundMeansNoWarmUp() throws Exception {
+        ClientService s = service(Duration.ZERO);
+        await().atMost(Duration.ofSeconds(5)).until(() -> get(s.port(), "/health", null).status() == 200);
+        await().pollDelay(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> true);
+        assertThat(warmupChecks()).isZero();
+    }
+}
