@@ -35,6 +35,9 @@ final class BenchHttp implements Callable<Integer> {
     @Option(names = "--url", required = true, description = "a URL on loopback to GET; repeat for several, measured in turn")
     List<URI> urls;
 
+    /** Most requests/s offered to each URL: {@value}; far beyond what one generator's event loop sends. */
+    static final double MAX_RATE = 1_000_000;
+
     @Option(names = "--rate", required = true, description = "requests per second offered to each URL")
     double rate;
 
@@ -60,8 +63,9 @@ final class BenchHttp implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (!(rate > 0) || Double.isInfinite(rate)) {
-            throw new IllegalArgumentException("--rate must be a number of requests/s > 0, got " + rate);
+        if (!(rate > 0) || rate > MAX_RATE) {
+            throw new IllegalArgumentException("--rate must be a number of requests/s > 0 and at most "
+                    + (long) MAX_RATE + " (one event loop's generator), got " + rate);
         }
         if (connections < 1 || connections > 10_000 || rounds < 1) {
             throw new IllegalArgumentException("--connections must be 1-10000 and --rounds >= 1");

@@ -120,6 +120,12 @@ final class ClientCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(),
                     "--batch-max must be between 1 and 1024, got " + maxBatch);
         }
+        if (lineListen != null && sameListener(lineListen, listen)) {
+            // Vert.x shares one socket between servers of the same address: half the connections would reach each
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "--line-listen " + lineListen + " is the address of --listen " + listen
+                            + ": the line endpoint needs a port of its own");
+        }
         LeveeClient.Options options = options();
         common.apply("levee-client");
         Vertx vertx = dev.levee.runtime.Http.vertx();
@@ -132,5 +138,17 @@ final class ClientCommand implements Callable<Integer> {
                 + (line == null ? "" : ", line protocol on " + lineListen.host() + ":" + s.linePort()));
         return Daemon.runUntilStopped(vertx, "client", shutdownTimeout.plusSeconds(5),
                 () -> s.stop(shutdownTimeout).eventually(c::stop));
+    }
+
+    /** Whether two listeners would bind the same socket: the same port (not 0) on the same or a wildcard host. */
+    static boolean sameListener(HostPort a, HostPort b) {
+        if (a.port() == 0 || a.port() != b.port()) {
+            return false;
+        }
+        return a.host().equals(b.host()) || wildcard(a.host()) || wildcard(b.host());
+    }
+
+    private static boolean wildcard(String host) {
+        return host.equals("0.0.0.0") || host.equals("::") || host.equals("[::]");
     }
 }

@@ -115,6 +115,20 @@ final class NginxConfigCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(),
                     "--client-line needs a port other than 0, got " + clientLine);
         }
+        if (transport == NginxConfig.Transport.COSOCKET) {
+            if (ClientCommand.sameListener(clientLine, client)) {
+                throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                        "--client-line " + clientLine + " is the address of --client " + client
+                                + ": levee-client's line endpoint (--line-listen) has a port of its own");
+            }
+            String host = clientLine.host().startsWith("[") ? clientLine.host().substring(1, clientLine.host().length() - 1)
+                    : clientLine.host();
+            if (!io.netty.util.NetUtil.isValidIpV4Address(host) && !io.netty.util.NetUtil.isValidIpV6Address(host)) {
+                System.err.println("levee nginx-config: --client-line " + clientLine + " is a name: rate.lua's cosocket"
+                        + " resolves it through NGINX's resolver, so the http block needs a `resolver` line, or every"
+                        + " check fails (on_failure); an IP address needs none");
+            }
+        }
         NginxConfig.Builder b = NginxConfig.builder()
                 .listen(listen).backend(backend).client(client).onFailure(onFailure).timeout(timeout)
                 .transport(transport).clientLine(clientLine)

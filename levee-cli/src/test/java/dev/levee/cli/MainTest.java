@@ -117,6 +117,9 @@ class MainTest {
             demo --gateways 9                               | --gateways must be 1-8
             bench limiter --rate -5                         | --rate must be
             bench limiter --rate fast                       | fast
+            bench http --rate 1000000000 --url http://127.0.0.1:1/ | at most 1000000
+            client --listen 127.0.0.1:17299 --line-listen 127.0.0.1:17299 | needs a port of its own
+            client --listen 127.0.0.1:17299 --line-listen 0.0.0.0:17299 | needs a port of its own
             demo --backend-latency 30s                      | --backend-latency must be 0s-20s
             demo --backend-latency slow                     | slow
             demo --keep-running --gateways 3                | --keep-running works with one gateway

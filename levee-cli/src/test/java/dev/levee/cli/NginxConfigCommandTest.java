@@ -114,6 +114,24 @@ class NginxConfigCommandTest {
     }
 
     @Test
+    void theLineAddressMustNotBeTheClientsHttpAddressAndANameIsWarnedAbout() {
+        MainTest.Run same = MainTest.run("nginx-config", "--transport", "cosocket", "--client", "127.0.0.1:7200",
+                "--client-line", "127.0.0.1:7200");
+        assertThat(same.status()).isEqualTo(2);
+        assertThat(same.err()).contains("--client-line 127.0.0.1:7200 is the address of --client")
+                .doesNotContain("\tat ");
+        // a name needs NGINX's resolver for a cosocket: written, with a warning saying so
+        MainTest.Run name = MainTest.run("nginx-config", "--part", "site", "--transport", "cosocket", "--client-line",
+                "localhost:7201");
+        assertThat(name.status()).as(name.err()).isZero();
+        assertThat(name.out()).contains("host = \"localhost\"");
+        assertThat(name.err()).contains("--client-line localhost:7201 is a name").contains("resolver");
+        MainTest.Run ip = MainTest.run("nginx-config", "--part", "site", "--transport", "cosocket", "--client-line",
+                "127.0.0.1:7201");
+        assertThat(ip.err()).doesNotContain("resolver");
+    }
+
+    @Test
     void http2IsRefusedWithTheCosocketTransportForItsOwnReason() {
         MainTest.Run r = MainTest.run("nginx-config", "--http2", "--transport", "cosocket");
         assertThat(r.status()).isEqualTo(1);
