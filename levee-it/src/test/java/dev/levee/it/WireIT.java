@@ -242,6 +242,17 @@ class WireIT {
         }
     }
 
+    @Test
+    void anUpgradeWithoutTheConnectionOptionIsRefusedAtOnce() throws Exception {
+        HostPort limiter = stack.stack.limiters().get(0).address();
+        try (Socket s = new Socket(limiter.host(), limiter.port())) {
+            s.setSoTimeout(5_000); // before the fix: no answer until the 60 s idle timeout
+            s.getOutputStream().write(("GET /v1/checks HTTP/1.1\r\nHost: x\r\nUpgrade: " + CheckWire.PROTOCOL
+                    + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            assertThat(head(s.getInputStream())).startsWith("HTTP/1.1 400");
+        }
+    }
+
     /** The first limiter's levee_limiter_decisions_total with {@code label}, summed over levels. */
     static double metric(String label) throws Exception {
         var limiter = stack.stack.limiters().get(0).address();

@@ -489,6 +489,13 @@ public final class LimiterService implements AutoCloseable {
         }
         String path = req.path();
         if (path.equals(CheckWire.PATH) && req.method() == HttpMethod.GET && req.headers().contains(
+                io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL, true)
+                && !req.headers().contains(io.vertx.core.http.HttpHeaders.CONNECTION,
+                io.vertx.core.http.HttpHeaders.UPGRADE, true)) {
+            // RFC 9110 §7.8: an Upgrade header is only sent with the "upgrade" connection option; without it
+            // Vert.x would not switch and the request would wait for the idle timeout
+            Http.error(req.response(), 400, "an upgrade to " + CheckWire.PROTOCOL + " needs Connection: Upgrade");
+        } else if (path.equals(CheckWire.PATH) && req.method() == HttpMethod.GET && req.headers().contains(
                 io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL, true)) {
             upgradeToWire(req);
         } else if (path.startsWith("/v1/check") && req.method() == HttpMethod.POST
