@@ -33,8 +33,10 @@ class FileQuotaSourceTest {
             assertThat(s.current().resolve("b", "k", S3Operation.GetObject).quota().rate()).isEqualTo(3.0);
             assertThat(s.revision()).isEqualTo(1);
 
+            // written in place (truncated, then written): a poll between the two sees an empty file and refuses that
+            // too, so one or two refusals
             Files.writeString(f, "default: {rate: -1, burst: 2}\n");
-            await().atMost(Duration.ofSeconds(5)).until(() -> s.rejectedUpdates() == 1);
+            await().atMost(Duration.ofSeconds(5)).until(() -> s.rejectedUpdates() >= 1);
             assertThat(s.current().defaultQuota().rate()).isEqualTo(20.0);
 
             Files.delete(f);
