@@ -4,6 +4,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.vertx.core.Completable;
 import org.slf4j.Logger;
@@ -26,7 +28,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Ends.</b> A malformed request is answered {@code error} after the answers due before it, then the
  * connection closes: its framing is lost. The idle timer (Vert.x's, ahead of this handler: no byte received for
  * the idle timeout) closes the connection only while no check is pending. {@link #drain()} (graceful shutdown) stops reading, decodes what was
- * already received, answers every request and closes. A check that completes after the connection closed is
+ * already received, answers every request and closes. A peer that half-closes (shuts down its output, as
+ * {@code nc -N} or a script does after its last request; the server allows half-closure) gets the answers to every
+ * request it sent, then the close; a request cut short by that end is answered {@code error}. A check that completes after the connection closed is
  * dropped. All state is touched on the channel's event loop only; a completion from another thread is moved
  * there.
  */
@@ -65,6 +69,8 @@ final class LineConnection extends ChannelInboundHandlerAdapter implements LineD
     /** No more requests are decoded: malformed input or a drain; the connection closes once answers are out. */
     private boolean closeWhenAnswered;
     private boolean draining;
+    /** The peer shut down its output (half-close): no more bytes will come. */
+    private boolean inputEnded;
     private boolean closed;
 
     LineConnection(Checks checks) {
@@ -115,6 +121,13 @@ final class LineConnection extends ChannelInboundHandlerAdapter implements LineD
 
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        if (evt instanceof ChannelInputShutdownEvent) {
+            inputEnded();
+            return;
+        }
+        if (evt instanceof ChannelInputShutdownReadComplete) {
+            return;
+        }
         if (evt instanceof IdleStateEvent && pending > 0) {
             return; // nothing came in for a while, but a check is being decided: not idle (the timer comes again)
         }
@@ -158,6 +171,17 @@ final class LineConnection extends ChannelInboundHandlerAdapter implements LineD
         flush();
     }
 
+    /** The peer shut down its output: answer what it sent, then close (the output side stays open until then). */
+    private void inputEnded() {
+        if (closed || inputEnded) {
+            return;
+        }
+        inputEnded = true;
+        closeWhenAnswered = true;
+        pump();
+        flush();
+    }
+
     private void release() {
         if (held != null) {
             held.release();
@@ -187,6 +211,9 @@ final class LineConnection extends ChannelInboundHandlerAdapter implements LineD
                         in.release();
                         held = null;
                     }
+                }
+                if (inputEnded && held == null && !closed && pending < MAX_PENDING) {
+                    decoder.endOfInput(this); // a request cut short by the end of input: answered error
                 }
             } while (repump);
         } finally {

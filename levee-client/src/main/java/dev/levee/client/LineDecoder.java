@@ -129,6 +129,16 @@ final class LineDecoder {
     }
 
     /**
+     * The peer's input ended (it half-closed its connection): a request cut short ends decoding as malformed
+     * ({@link Sink#malformed}, "input ended inside a request"); between requests nothing happens.
+     */
+    void endOfInput(Sink sink) {
+        if (state != COMMAND && state != BROKEN) {
+            fail(sink, "input ended inside a request");
+        }
+    }
+
+    /**
      * Decodes what {@code in} holds from its reader index, advancing it past what was consumed: to its end,
      * to the end of the request after which {@code sink} asked to stop, or to the malformed byte.
      *

@@ -1,6 +1,7 @@
 package dev.levee.client;
 
 import dev.levee.runtime.HostPort;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -70,6 +71,8 @@ final class LineServer {
         NetServer server = vertx.createNetServer(options).connectHandler(so -> {
             NetSocketInternal socket = (NetSocketInternal) so;
             ChannelPipeline pipeline = socket.channelHandlerContext().pipeline();
+            // a peer that shuts down its output after its last request still reads the answers (LineConnection)
+            socket.channelHandlerContext().channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
             LineConnection connection = new LineConnection(checks);
             pipeline.addBefore("handler", "levee-line", connection);
             socket.shutdownHandler(timeout -> connection.drain());

@@ -51,6 +51,10 @@ class LineEndpointTest {
         vertx = Vertx.vertx();
         // buckets named "rej…" are refused (retry after 3 s), others admitted; quota 27.5/s, burst 3, reset 2 s
         limiter = vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
+            if (b.length() == 0) { // the client's offer of the check wire: this stand-in speaks JSON only
+                req.response().setStatusCode(400).end();
+                return;
+            }
             JsonObject body = b.toJsonObject();
             JsonArray in = req.path().equals("/v1/checks") ? body.getJsonArray("checks") : new JsonArray().add(body);
             received.addAndGet(in.size());
@@ -215,6 +219,32 @@ class LineEndpointTest {
         // the endpoint goes on serving
         try (Line line = new Line(service.linePort())) {
             assertThat(line.send(req(false, "GET", "h", "/acc/2", "")).read()).startsWith("accepted\t");
+        }
+    }
+
+    @Test
+    void aPeerThatShutsDownItsOutputStillGetsItsAnswersThenTheClose() throws Exception {
+        limiterDelay = 200; // the checks are still being decided when the end of input arrives
+        try (Line line = new Line(service.linePort())) {
+            line.send(req(false, "GET", "h", "/acc/1", "")).send(req(false, "GET", "h", "/rej/2", ""));
+            line.socket.shutdownOutput();
+            assertThat(line.read()).startsWith("accepted\t");
+            assertThat(line.read()).startsWith("rejected\t3\t");
+            assertThat(line.read()).as("closed after its answers").isNull();
+        }
+        limiterDelay = 0;
+        // a request cut short by the end of input: the answers due, then an error naming it, then the close
+        try (Line line = new Line(service.linePort())) {
+            line.send(req(false, "GET", "h", "/acc/3", "")).send("C 0 3:GET1:h".getBytes(StandardCharsets.ISO_8859_1));
+            line.socket.shutdownOutput();
+            assertThat(line.read()).startsWith("accepted\t");
+            assertThat(line.read()).isEqualTo("error\tinput ended inside a request");
+            assertThat(line.read()).isNull();
+        }
+        // nothing sent: closed at once
+        try (Line line = new Line(service.linePort())) {
+            line.socket.shutdownOutput();
+            assertThat(line.read()).isNull();
         }
     }
 
