@@ -44,8 +44,8 @@ final class BenchCommand {
                 description = "length of each phase (default: ${DEFAULT-VALUE})")
         Duration duration;
 
-        @Option(names = "--warmup", converter = Converters.DurationConverter.class, defaultValue = "5s",
-                description = "warm-up before measuring (default: ${DEFAULT-VALUE})")
+        @Option(names = "--warmup", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "5s",
+                description = "warm-up before measuring, 0 for none (default: ${DEFAULT-VALUE})")
         Duration warmup;
 
         @Option(names = "--connections", defaultValue = "32", description = "keep-alive connections (default: ${DEFAULT-VALUE})")
@@ -116,6 +116,10 @@ final class BenchCommand {
             if (!(fixedRate >= 0) || Double.isInfinite(fixedRate)) {
                 throw new IllegalArgumentException("--rate must be a number of checks/s >= 0 (0: from the throughput phase), got "
                         + fixedRate);
+            }
+            if (fixedRate > 0 && fixedRate * duration.toNanos() / 1e9 < 1) {
+                throw new IllegalArgumentException("--rate " + fixedRate + " checks/s sends no check in --duration "
+                        + duration.toMillis() + " ms: raise either");
             }
             if (!encoding.equals("binary") && !encoding.equals("json") && !encoding.equals("wire")) {
                 throw new IllegalArgumentException("--encoding must be wire, binary or json, got '" + encoding + "'");
@@ -193,14 +197,24 @@ final class BenchCommand {
                 System.out.printf(Locale.ROOT, "stats cost  off %,10.0f checks/s, on %,10.0f checks/s (means of %d phases): on/off = %.3f (%+.1f %%)%n",
                         sumOff / rounds, sumOn / rounds, rounds, sumOn / sumOff, (sumOn / sumOff - 1) * 100);
             }
-            Phase warm = closedLoop(http, a, connections * outstanding, warmup);
-            System.out.printf(Locale.ROOT, "warm-up     %,10.0f checks/s%n", warm.rate());
+            boolean failed = false;
+            if (!warmup.isZero()) {
+                Phase warm = closedLoop(http, a, connections * outstanding, warmup);
+                System.out.printf(Locale.ROOT, "warm-up     %,10.0f checks/s%n", warm.rate());
+                failed = noneDone(warm, a, "warm-up");
+            }
             double rate = fixedRate;
-            if (fixedRate == 0) {
+            if (fixedRate == 0 && !failed) {
                 Phase full = closedLoop(http, a, connections * outstanding, duration);
                 System.out.printf(Locale.ROOT, "throughput  %,10.0f checks/s  (closed loop, %d outstanding)  p50 %.3f ms  p99 %.3f ms  errors %d%n",
                         full.rate(), connections * outstanding, full.p50Ms(), full.p99Ms(), full.errors());
                 rate = full.rate() * fraction;
+                failed = noneDone(full, a, "throughput phase");
+            }
+            if (failed) {
+                http.close();
+                stopAll(limiter, without, serverOff, load, server);
+                return 1;
             }
             long[] ownGc0 = ownGc();
             double[] targetGc0 = targetGc(a);
@@ -219,6 +233,16 @@ final class BenchCommand {
                             : String.format(Locale.ROOT, "%.0f pauses, %.1f ms in total, longest %.1f ms (its jvm_gc_pause_seconds_max)",
                             targetGc1[0] - targetGc0[0], (targetGc1[1] - targetGc0[1]) * 1000, targetGc1[2] * 1000));
             http.close();
+            stopAll(limiter, without, serverOff, load, server);
+            if (open.rate() == 0) {
+                System.err.printf(Locale.ROOT, "levee bench limiter: no check of the latency phase succeeded against %s"
+                        + " (%d errors)%n", a, open.errors());
+                return 1;
+            }
+            return 0;
+        }
+
+        private static void stopAll(LimiterService limiter, LimiterService without, Vertx serverOff, Vertx load, Vertx server) {
             if (limiter != null) {
                 Daemon.await(limiter.stop(), "stop");
             }
@@ -229,10 +253,25 @@ final class BenchCommand {
             Daemon.await(load.close(), "close");
             Daemon.await(server.close(), "close");
             Logging.shutdown();
-            return 0;
         }
 
-        record Phase(double rate, double p50Ms, double p99Ms, double p999Ms, double maxMs, long errors) {
+        /** True, after saying so, when no check of {@code p} succeeded: the target is wrong or down, measuring on is pointless. */
+        private static boolean noneDone(Phase p, HostPort a, String phase) {
+            if (p.rate() > 0) {
+                return false;
+            }
+            System.err.printf(Locale.ROOT, "levee bench limiter: no check of the %s succeeded against %s (%d errors%s);"
+                    + " is a limiter listening there (its --listen, not levee-client's)?%n", phase, a, p.errors(),
+                    p.firstError() == null ? "" : ", the first: " + p.firstError());
+            return true;
+        }
+
+        record Phase(double rate, double p50Ms, double p99Ms, double p999Ms, double maxMs, long errors, String firstError) {
+        }
+
+        /** A failure for people: its message (the class name only when there is none). */
+        static String describe(Throwable t) {
+            return t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getSimpleName() : t.getMessage();
         }
 
         private boolean binary;
@@ -304,21 +343,23 @@ final class BenchCommand {
             AtomicLong done = new AtomicLong();
             AtomicLong errors = new AtomicLong();
             AtomicLong seq = new AtomicLong();
+            java.util.concurrent.atomic.AtomicReference<String> firstError = new java.util.concurrent.atomic.AtomicReference<>();
             long start = System.nanoTime();
             long end = start + d.toNanos();
             CountDownLatch finished = new CountDownLatch(concurrency);
             for (int i = 0; i < concurrency; i++) {
-                loop(http, a, rec, done, errors, seq, end, finished);
+                loop(http, a, rec, done, errors, firstError, seq, end, finished);
             }
             finished.await(d.toSeconds() + 30, TimeUnit.SECONDS);
             double secs = (System.nanoTime() - start) / 1e9;
             var h = rec.getIntervalHistogram();
             return new Phase(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
-                    h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get());
+                    h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get(), firstError.get());
         }
 
         private void loop(HttpClientAgent http, HostPort a, Recorder rec, AtomicLong done, AtomicLong errors,
-                          AtomicLong seq, long end, CountDownLatch finished) {
+                          java.util.concurrent.atomic.AtomicReference<String> firstError, AtomicLong seq, long end,
+                          CountDownLatch finished) {
             long t0 = System.nanoTime();
             if (t0 - end >= 0) {
                 finished.countDown();
@@ -330,8 +371,9 @@ final class BenchCommand {
                     done.incrementAndGet();
                 } else {
                     errors.incrementAndGet();
+                    firstError.compareAndSet(null, ar.failed() ? describe(ar.cause()) : "HTTP " + ar.result());
                 }
-                loop(http, a, rec, done, errors, seq, end, finished);
+                loop(http, a, rec, done, errors, firstError, seq, end, finished);
             });
         }
 
@@ -341,7 +383,7 @@ final class BenchCommand {
             AtomicLong done = new AtomicLong();
             AtomicLong errors = new AtomicLong();
             long start = System.nanoTime();
-            long total = (long) (rate * d.toNanos() / 1e9);
+            long total = Math.max(1, (long) (rate * d.toNanos() / 1e9)); // at least one: the phase ends when all are back
             CountDownLatch finished = new CountDownLatch(1);
             // each request is issued at its scheduled time (Pacer: to the ~50 µs); latency is measured from the
             // scheduled time, so queueing in the generator counts (no coordinated omission)
@@ -362,7 +404,7 @@ final class BenchCommand {
                     } else {
                         if (errors.getAndIncrement() == 0) {
                             System.err.println("first error of the latency phase: " + (ar.failed()
-                                    ? ar.cause().toString() : "HTTP " + ar.result()));
+                                    ? describe(ar.cause()) : "HTTP " + ar.result()));
                         }
                     }
                     if (done.get() + errors.get() == total) {
@@ -381,7 +423,7 @@ final class BenchCommand {
                 System.out.println(b);
             }
             return new Phase(done.get() / secs, h.getValueAtPercentile(50) / 1e6, h.getValueAtPercentile(99) / 1e6,
-                    h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get());
+                    h.getValueAtPercentile(99.9) / 1e6, h.getMaxValue() / 1e6, errors.get(), null);
         }
 
         /** The worst latency of each second of the latency phase (ns), with {@code --timeline}. */
@@ -425,8 +467,15 @@ final class BenchCommand {
             void connect(HostPort a) throws Exception {
                 java.util.List<dev.levee.runtime.WireConnection<Check>> pool = new java.util.ArrayList<>();
                 for (int i = 0; i < connections; i++) {
-                    pool.add(dev.levee.runtime.WireConnection.<Check>connect(this, loop, channelClass, a,
-                            SystemTicker.INSTANCE, Duration.ofSeconds(10), 256).get(15, TimeUnit.SECONDS));
+                    try {
+                        pool.add(dev.levee.runtime.WireConnection.<Check>connect(this, loop, channelClass, a,
+                                SystemTicker.INSTANCE, Duration.ofSeconds(10), 256).get(15, TimeUnit.SECONDS));
+                    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                        Throwable cause = e.getCause() == null ? e : e.getCause();
+                        throw new IllegalArgumentException("cannot open the check wire to " + a + ": " + describe(cause)
+                                + "; is a limiter listening there (its --listen, not levee-client's)? (--encoding binary or json"
+                                + " for a limiter without the wire)");
+                    }
                 }
                 loop.submit(() -> pools.put(a, pool)).get(5, TimeUnit.SECONDS);
             }
@@ -478,8 +527,7 @@ final class BenchCommand {
 
             @Override
             public void noWire(int status) {
-                System.err.println("the limiter does not take the check wire (upgrade answered HTTP " + status
-                        + "): use --encoding binary");
+                // connect() fails with the reason and says what to check
             }
         }
     }

@@ -45,8 +45,8 @@ final class BenchHttp implements Callable<Integer> {
             description = "length of each measured phase (default: ${DEFAULT-VALUE})")
     Duration duration;
 
-    @Option(names = "--warmup", converter = Converters.DurationConverter.class, defaultValue = "5s",
-            description = "an unmeasured phase at the same rate against each URL first (default: ${DEFAULT-VALUE})")
+    @Option(names = "--warmup", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "5s",
+            description = "an unmeasured phase at the same rate against each URL first, 0 for none (default: ${DEFAULT-VALUE})")
     Duration warmup;
 
     @Option(names = "--connections", defaultValue = "64",
@@ -87,7 +87,11 @@ final class BenchHttp implements Callable<Integer> {
                         .map(java.lang.management.GarbageCollectorMXBean::getName).reduce((x, y) -> x + ", " + y)
                         .orElse("none"));
         for (URI u : urls) {
-            phase(vertx, http, u, warmup);
+            if (!warmup.isZero() && failedAll(phase(vertx, http, u, warmup), u, "warm-up")) {
+                http.close();
+                vertx.close().await(10, TimeUnit.SECONDS);
+                return 1;
+            }
         }
         List<List<Result>> results = new ArrayList<>();
         for (int i = 0; i < urls.size(); i++) {
@@ -111,7 +115,24 @@ final class BenchHttp implements Callable<Integer> {
         }
         http.close();
         vertx.close().await(10, TimeUnit.SECONDS);
-        return 0;
+        int status = 0;
+        for (int i = 0; i < urls.size(); i++) {
+            if (results.get(i).stream().allMatch(r -> r.done() == 0)) {
+                failedAll(results.get(i).get(0), urls.get(i), "measured phases");
+                status = 1;
+            }
+        }
+        return status;
+    }
+
+    /** True, after saying so on stderr, when no request of a phase got a 2xx answer (the first error is printed above). */
+    private static boolean failedAll(Result r, URI u, String phase) {
+        if (r.done() > 0) {
+            return false;
+        }
+        System.err.printf(Locale.ROOT, "levee bench http: no request to %s got a 2xx answer in the %s (%d errors)%n", u,
+                phase, r.errors());
+        return true;
     }
 
     private Result phase(Vertx vertx, HttpClientAgent http, URI u, Duration d) throws InterruptedException {
@@ -135,7 +156,7 @@ final class BenchHttp implements Callable<Integer> {
                             done.incrementAndGet();
                         } else if (errors.getAndIncrement() == 0) {
                             System.err.println("first error against " + u + ": "
-                                    + (ar.failed() ? ar.cause().toString() : "HTTP " + ar.result()));
+                                    + (ar.failed() ? BenchCommand.Limiter.describe(ar.cause()) : "HTTP " + ar.result()));
                         }
                         if (done.get() + errors.get() == total) {
                             finished.countDown();

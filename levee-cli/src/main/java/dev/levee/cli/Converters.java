@@ -107,6 +107,8 @@ final class Converters {
                 d = Duration.ofSeconds(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 60));
             } else if (v.endsWith("h")) {
                 d = Duration.ofSeconds(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 3600));
+            } else if (v.matches("0+(\\.0*)?")) {
+                d = Duration.ZERO; // a zero without its unit is still zero: refused below as not positive
             } else {
                 throw new NumberFormatException();
             }

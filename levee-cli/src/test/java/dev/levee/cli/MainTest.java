@@ -118,6 +118,12 @@ class MainTest {
             bench limiter --rate -5                         | --rate must be
             bench limiter --rate fast                       | fast
             bench http --rate 1000000000 --url http://127.0.0.1:1/ | at most 1000000
+            bench http --rate 200 --warmup 1s --duration 1s --url http://127.0.0.1:1/ | no request to http://127.0.0.1:1/ got a 2xx answer in the warm-up
+            bench http --rate 200 --warmup 0 --duration 1s --url http://127.0.0.1:1/ | got a 2xx answer in the measured phases
+            bench limiter --rate 0.5 --duration 1s           | sends no check in --duration 1000 ms
+            bench limiter --target 127.0.0.1:1 --warmup 1s --duration 1s --rate 100 --log-target stderr | cannot open the check wire to 127.0.0.1:1: finishConnect
+            bench limiter --target 127.0.0.1:1 --encoding json --warmup 1s --duration 1s --rate 100 --log-target stderr | no check of the warm-up succeeded against 127.0.0.1:1
+            client --line-idle-timeout 0                     | duration '0' must be positive
             client --listen 127.0.0.1:17299 --line-listen 127.0.0.1:17299 | needs a port of its own
             client --listen 127.0.0.1:17299 --line-listen 0.0.0.0:17299 | needs a port of its own
             demo --backend-latency 30s                      | --backend-latency must be 0s-20s

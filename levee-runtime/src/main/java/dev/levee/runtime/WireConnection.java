@@ -213,8 +213,10 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
             try {
                 if (msg instanceof FullHttpResponse r) {
                     int status = r.status().code();
-                    if (done.tryFailure(new IllegalStateException("limiter answered the check-wire upgrade with HTTP "
-                            + status))) {
+                    // not HTTP at all (Netty's decoder then reports status 999): e.g. levee-client's line endpoint
+                    if (done.tryFailure(new IllegalStateException(r.decoderResult().isFailure()
+                            ? "the peer answered the check-wire upgrade with something other than HTTP"
+                            : "limiter answered the check-wire upgrade with HTTP " + status))) {
                         peer.noWire(status);
                     }
                 }
