@@ -62,11 +62,19 @@ class WireIT {
         final DataInputStream in;
 
         Raw() throws IOException {
+            this(new byte[0]);
+        }
+
+        /** Upgrades with {@code early} (frames) written in the same write as the upgrade request, before the 101. */
+        Raw(byte[] early) throws IOException {
             HostPort limiter = stack.stack.limiters().get(0).address();
             socket = new Socket(limiter.host(), limiter.port());
             socket.setSoTimeout(5_000);
-            socket.getOutputStream().write(("GET /v1/checks HTTP/1.1\r\nHost: " + limiter + "\r\nConnection: Upgrade\r\n"
-                    + "Upgrade: " + CheckWire.PROTOCOL + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            byte[] upgrade = ("GET /v1/checks HTTP/1.1\r\nHost: " + limiter + "\r\nConnection: Upgrade\r\n"
+                    + "Upgrade: " + CheckWire.PROTOCOL + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+            byte[] both = java.util.Arrays.copyOf(upgrade, upgrade.length + early.length);
+            System.arraycopy(early, 0, both, upgrade.length, early.length);
+            socket.getOutputStream().write(both);
             in = new DataInputStream(socket.getInputStream());
             String head = head(in);
             assertThat(head).startsWith("HTTP/1.1 101");
@@ -228,6 +236,23 @@ class WireIT {
             Frame a = w.read();
             assertThat(a.id()).isEqualTo(5);
             assertThat(BinaryChecks.readAnswers(a.body(), 1)[0].limitKey()).isEqualTo("default:wiresplit");
+        }
+    }
+
+    @Test
+    void framesSentWithTheUpgradeRequestBeforeThe101AreAnswered() throws Exception {
+        // RFC 9110 §7.8: a client may start the new protocol right after its request, without waiting for the 101
+        byte[] f1 = frame(CheckWire.CHECKS, 11, checks(new Object[] {"wireearly", "a", "GetObject", 1}));
+        // an id whose bytes end in CR LF: an HTTP decoder still reading would take it for the end of a request line
+        byte[] f2 = frame(CheckWire.CHECKS, 0x0D0A, checks(new Object[] {"wireearly", "b", "GetObject", 1}));
+        byte[] both = java.util.Arrays.copyOf(f1, f1.length + f2.length);
+        System.arraycopy(f2, 0, both, f1.length, f2.length);
+        try (Raw w = new Raw(both)) {
+            assertThat(w.read().id()).isEqualTo(11);
+            assertThat(w.read().id()).isEqualTo(0x0D0A);
+            // and the connection goes on as any other
+            w.send(frame(CheckWire.CHECKS, 13, checks(new Object[] {"wireearly", "c", "GetObject", 1})));
+            assertThat(w.read().id()).isEqualTo(13);
         }
     }
 

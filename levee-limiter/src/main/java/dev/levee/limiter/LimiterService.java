@@ -539,8 +539,13 @@ public final class LimiterService implements AutoCloseable {
         }
         req.response().putHeader(io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL)
                 .putHeader(io.vertx.core.http.HttpHeaders.CONNECTION, io.vertx.core.http.HttpHeaders.UPGRADE);
+        // frames the client sent right behind its request, before our 101, are held here until the wire is in place
+        EarlyBytes early = new EarlyBytes();
+        ((io.vertx.core.net.impl.ConnectionBase) req.connection()).channelHandlerContext().pipeline()
+                .addBefore("handler", "levee-early", early);
         req.toNetSocket().onComplete(ar -> {
             if (ar.failed()) {
+                early.discard();
                 LOG.debug("check wire upgrade from {} failed: {}", req.remoteAddress(), ar.cause().toString());
                 return;
             }
@@ -549,6 +554,7 @@ public final class LimiterService implements AutoCloseable {
             WireHandler wire = new WireHandler(this);
             pipeline.addBefore("handler", "levee-frames", CheckWire.frameDecoder());
             pipeline.addBefore("handler", "levee-wire", wire);
+            early.release();
             io.netty.channel.ChannelHandlerContext ctx = pipeline.context(wire);
             // graceful stop: GOAWAY; Vert.x closes the connection once the client closed it, or at the timeout
             so.shutdownHandler(timeout -> wire.goAway(ctx));
