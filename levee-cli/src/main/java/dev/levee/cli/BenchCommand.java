@@ -99,6 +99,9 @@ final class BenchCommand {
                 description = "with --stats both: throughput phases per limiter, in ABBA order (default: ${DEFAULT-VALUE})")
         int rounds;
 
+        @picocli.CommandLine.Spec
+        picocli.CommandLine.Model.CommandSpec spec;
+
         @Override
         public Integer call() throws Exception {
             if (!stats.equals("on") && !stats.equals("off") && !stats.equals("both")) {
@@ -126,6 +129,10 @@ final class BenchCommand {
             }
             if (wireConnections < 1 || wireConnections > 1024) {
                 throw new IllegalArgumentException("--wire-connections must be between 1 and 1024, got " + wireConnections);
+            }
+            if (!encoding.equals("wire") && spec.commandLine().getParseResult().hasMatchedOption("--wire-connections")) {
+                System.err.println("levee bench limiter: --wire-connections is for --encoding wire; with " + encoding
+                        + " the checks go on --connections " + connections + " HTTP connections");
             }
             binary = encoding.equals("binary");
             if (logTarget.file() != null && logTarget.file().getParent() != null) {

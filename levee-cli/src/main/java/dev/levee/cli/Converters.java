@@ -24,6 +24,21 @@ final class Converters {
         }
     }
 
+    /**
+     * The line endpoint's {@code HOST:PORT}, or {@code none} (null): no scheme, since the endpoint speaks
+     * levee-line/1, not HTTP (an {@code http://} there would suggest it does).
+     */
+    static final class LineAddressConverter implements CommandLine.ITypeConverter<HostPort> {
+        @Override
+        public HostPort convert(String value) {
+            if (value != null && value.contains("://")) {
+                throw new CommandLine.TypeConversionException("expected HOST:PORT, got '" + value.trim()
+                        + "': the line endpoint speaks levee-line/1, not HTTP, so no scheme");
+            }
+            return new OptionalHostPortConverter().convert(value);
+        }
+    }
+
     /** {@code HOST:PORT}, or {@code none} (null: the listener is off). */
     static final class OptionalHostPortConverter implements CommandLine.ITypeConverter<HostPort> {
         @Override

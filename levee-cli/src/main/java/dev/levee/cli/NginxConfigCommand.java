@@ -55,7 +55,7 @@ final class NginxConfigCommand implements Callable<Integer> {
                     + " --line-listen); docs/nginx.md (default: ${DEFAULT-VALUE})")
     NginxConfig.Transport transport;
 
-    @Option(names = "--client-line", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7201",
+    @Option(names = "--client-line", converter = Converters.LineAddressConverter.class, defaultValue = "127.0.0.1:7201",
             description = "levee-client's line endpoint, for --transport cosocket (default: ${DEFAULT-VALUE})")
     HostPort clientLine;
 
@@ -111,6 +111,15 @@ final class NginxConfigCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        if (clientLine == null) {
+            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
+                    "--client-line needs levee-client's line endpoint as HOST:PORT, got 'none'");
+        }
+        if (transport != NginxConfig.Transport.COSOCKET
+                && spec.commandLine().getParseResult().hasMatchedOption("--client-line")) {
+            System.err.println("levee nginx-config: --client-line is used by --transport cosocket only; with "
+                    + transport.name().toLowerCase(java.util.Locale.ROOT) + " the checks go to --client " + client);
+        }
         if (clientLine.port() == 0) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(),
                     "--client-line needs a port other than 0, got " + clientLine);

@@ -124,6 +124,7 @@ class MainTest {
             bench limiter --target 127.0.0.1:1 --warmup 1s --duration 1s --rate 100 --log-target stderr | cannot open the check wire to 127.0.0.1:1: finishConnect
             bench limiter --target 127.0.0.1:1 --encoding json --warmup 1s --duration 1s --rate 100 --log-target stderr | no check of the warm-up succeeded against 127.0.0.1:1
             client --line-idle-timeout 0                     | duration '0' must be positive
+            client --line-listen http://127.0.0.1:7201       | not HTTP, so no scheme
             client --listen 127.0.0.1:17299 --line-listen 127.0.0.1:17299 | needs a port of its own
             client --listen 127.0.0.1:17299 --line-listen 0.0.0.0:17299 | needs a port of its own
             demo --backend-latency 30s                      | --backend-latency must be 0s-20s

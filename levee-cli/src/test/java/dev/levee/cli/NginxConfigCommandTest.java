@@ -93,6 +93,9 @@ class NginxConfigCommandTest {
         MainTest.Run r = MainTest.run("nginx-config", "--part", "site", "--client-line", "127.0.0.1:7301");
         assertThat(r.status()).as(r.err()).isZero();
         assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\" })").doesNotContain("cosocket");
+        assertThat(r.err()).as("the line address given but not used: said so").contains("--client-line is used by"
+                + " --transport cosocket only");
+        assertThat(MainTest.run("nginx-config", "--part", "site").err()).doesNotContain("--client-line");
         assertThat(MainTest.run("nginx-config", "--part", "site", "--transport", "subrequest").out())
                 .isEqualTo(MainTest.run("nginx-config", "--part", "site").out());
     }
@@ -105,6 +108,8 @@ class NginxConfigCommandTest {
             --client-line | 127.0.0.1:70000        | --client-line
             --client-line | https://127.0.0.1:7201 | --client-line
             --client-line | 127.0.0.1:0            | --client-line needs a port other than 0
+            --client-line | http://127.0.0.1:7201  | not HTTP, so no scheme
+            --client-line | none                   | --client-line needs levee-client's line endpoint
             """)
     void badTransportValuesAreRefusedWithExitCode2(String option, String value, String expected) {
         MainTest.Run r = MainTest.run("nginx-config", "--transport", "cosocket", option, value);
