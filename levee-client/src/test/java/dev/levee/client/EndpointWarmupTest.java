@@ -5,7 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
-import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClient;
@@ -14,7 +13,6 @@ import io.vertx.core.http.HttpServer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -61,14 +59,9 @@ class EndpointWarmupTest {
                         ? new JsonObject().put("decisions", out).encode() : out.getJsonObject(0).encode());
             });
         }).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        String list = new JsonObject().put("revision", 1).put("factor", 1).put("limiters", new JsonArray()
-                .add(new JsonObject().put("id", "l1").put("address", "127.0.0.1:" + limiter.actualPort()))).encode();
-        HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
-                .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+        HttpServer observer = StandIns.observer(vertx, limiter.actualPort());
         registry = Metrics.newRegistry();
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()), SystemTicker.INSTANCE,
-                registry).await(10, TimeUnit.SECONDS);
+        client = StandIns.client(vertx, observer, registry);
         http = vertx.createHttpClient();
     }
 

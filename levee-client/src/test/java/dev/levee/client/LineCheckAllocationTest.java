@@ -9,7 +9,6 @@ import dev.levee.runtime.Http;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
-import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.buffer.ByteBuf;
@@ -32,7 +31,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
@@ -129,14 +127,9 @@ class LineCheckAllocationTest {
                         ? new JsonObject().put("decisions", out).encode() : out.getJsonObject(0).encode());
             });
         }).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        String list = new JsonObject().put("revision", 1).put("factor", 1).put("limiters", new JsonArray()
-                .add(new JsonObject().put("id", "l1").put("address", "127.0.0.1:" + limiter.actualPort()))).encode();
-        HttpServer observer = limiterVertx.createHttpServer().requestHandler(req -> req.response()
-                .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+        HttpServer observer = StandIns.observer(limiterVertx, limiter.actualPort());
         registry = Metrics.newRegistry();
-        client = LeveeClient.start(clientVertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()), SystemTicker.INSTANCE,
-                registry).await(10, TimeUnit.SECONDS);
+        client = StandIns.client(clientVertx, observer, registry);
         Context context = clientVertx.getOrCreateContext();
         Promise<LineServer> listening = Promise.promise();
         context.runOnContext(v -> {

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
-import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -21,7 +20,6 @@ import java.net.InetAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -71,14 +69,9 @@ class LineEndpointTest {
             vertx.setTimer(Math.max(1, limiterDelay), t -> req.response().putHeader("Content-Type", "application/json")
                     .end(answer));
         })).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        String list = new JsonObject().put("revision", 1).put("factor", 1).put("limiters", new JsonArray()
-                .add(new JsonObject().put("id", "l1").put("address", "127.0.0.1:" + limiter.actualPort()))).encode();
-        HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
-                .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+        HttpServer observer = StandIns.observer(vertx, limiter.actualPort());
         registry = Metrics.newRegistry();
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()), SystemTicker.INSTANCE,
-                registry).await(10, TimeUnit.SECONDS);
+        client = StandIns.client(vertx, observer, registry);
         service = startService(Duration.ofSeconds(60));
         http = vertx.createHttpClient();
     }
