@@ -201,7 +201,7 @@ class WireIT {
                 Arguments.of(frame(CheckWire.CHECKS, 3, java.util.Arrays.copyOf(checks(
                         new Object[] {"wirebad", "a", "GetObject", 1}, new Object[] {"wirebad", "b", "GetObject", 1}),
                         good.length * 2 - 4)), "field 'g' of entry 1 runs past"),
-                Arguments.of(tooLong, "exceeds"));
+                Arguments.of(tooLong, "frame length over the limit of 4194304 bytes"));
     }
 
     @ParameterizedTest
@@ -236,6 +236,86 @@ class WireIT {
             Frame a = w.read();
             assertThat(a.id()).isEqualTo(5);
             assertThat(BinaryChecks.readAnswers(a.body(), 1)[0].limitKey()).isEqualTo("default:wiresplit");
+        }
+    }
+
+    @Test
+    void aPeerThatDoesNotReadItsAnswersIsNotReadFrom(@org.junit.jupiter.api.io.TempDir java.nio.file.Path logs)
+            throws Exception {
+        // its ~100 000 decision lines go to a file of its own, not into the log the other ITs read
+        dev.levee.runtime.Logging.configure(new dev.levee.runtime.LogTarget("file", null, 0, logs.resolve("flood.log")),
+                "levee-it", "INFO");
+        try {
+            flood();
+        } finally {
+            dev.levee.runtime.Logging.configure(new dev.levee.runtime.LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()),
+                    "levee-it", "INFO");
+        }
+    }
+
+    private void flood() throws Exception {
+        // frames of 1 000 checks each, written without reading an answer: the limiter must stop reading once its
+        // answers back up (else they pile up in its memory: 150 MB of frames in 3 s before the fix)
+        Object[][] many = new Object[1000][];
+        for (int i = 0; i < many.length; i++) {
+            many[i] = new Object[] {"wireflood", "k" + i, "GetObject", 1};
+        }
+        byte[] f = frame(CheckWire.CHECKS, 1, checks(many));
+        long bound = 32L << 20; // stalled after ~5 MB with back-pressure; ~150 MB taken in 3 s without
+        HostPort limiter = stack.stack.limiters().get(0).address();
+        try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open()) {
+            // a small receive window: the answers back up after a few MB, not after what the kernel would let pile up
+            ch.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 4096);
+            ch.connect(new java.net.InetSocketAddress(limiter.host(), limiter.port()));
+            ch.write(java.nio.ByteBuffer.wrap(("GET /v1/checks HTTP/1.1\r\nHost: " + limiter + "\r\nConnection: Upgrade\r\n"
+                    + "Upgrade: " + CheckWire.PROTOCOL + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII)));
+            assertThat(head(ch.socket().getInputStream())).startsWith("HTTP/1.1 101");
+            ch.configureBlocking(false);
+            long sent = 0;
+            long frames = 0;
+            long stalledSince = 0;
+            java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(f);
+            while (sent < bound) {
+                int n = ch.write(buf);
+                sent += n;
+                if (!buf.hasRemaining()) {
+                    frames++;
+                    buf = java.nio.ByteBuffer.wrap(f);
+                }
+                if (n > 0) {
+                    stalledSince = 0;
+                } else if (stalledSince == 0) {
+                    stalledSince = System.nanoTime();
+                } else if (System.nanoTime() - stalledSince > java.util.concurrent.TimeUnit.SECONDS.toNanos(2)) {
+                    break; // nothing taken for 2 s: the limiter reads no more
+                } else {
+                    Thread.onSpinWait();
+                }
+            }
+            assertThat(sent).as("bytes the limiter took before it stopped reading").isLessThan(bound);
+            // reading the answers lets it go on: every frame sent is answered, the one cut short once it is whole
+            ch.configureBlocking(true);
+            long expected = frames + (buf.position() > 0 ? 1 : 0);
+            java.util.concurrent.CompletableFuture<Long> answered = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    DataInputStream in = new DataInputStream(java.nio.channels.Channels.newInputStream(ch));
+                    long n = 0;
+                    for (; n < expected; n++) {
+                        int length = in.readInt();
+                        if (in.readByte() != CheckWire.ANSWERS) {
+                            break;
+                        }
+                        in.skipNBytes(length - 1);
+                    }
+                    return n;
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            while (buf.position() > 0 && buf.hasRemaining()) {
+                ch.write(buf); // the limiter reads again as its answers are read
+            }
+            assertThat(answered.get(60, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(expected);
         }
     }
 

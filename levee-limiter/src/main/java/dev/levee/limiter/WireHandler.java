@@ -19,7 +19,9 @@ import org.slf4j.LoggerFactory;
  * <p>A frame that cannot be read — an unknown type, a length over {@link CheckWire#MAX_FRAME}, a body that is not
  * a well-formed check body — is answered with an ERROR frame naming what is wrong, counted as invalid, and the
  * connection is closed: none of its checks is decided (the body is read through once before any decision).
- * Reads never reach Vert.x's handler behind this one; closing and shutdown events do.
+ * Reads never reach Vert.x's handler behind this one; closing and shutdown events do. A peer that does not read
+ * its answers is not read from either (back-pressure): while the connection's output is over Netty's high-water
+ * mark, no more frames are read.
  */
 final class WireHandler extends ChannelInboundHandlerAdapter {
 
@@ -102,7 +104,20 @@ final class WireHandler extends ChannelInboundHandlerAdapter {
             out = null;
             ctx.writeAndFlush(b, ctx.voidPromise());
         }
+        if (!closing && !ctx.channel().isWritable() && ctx.channel().config().isAutoRead()) {
+            // the peer does not read its answers as fast as it sends checks: read no more checks until it does,
+            // so that its answers wait in its socket, not in this limiter's memory
+            ctx.channel().config().setAutoRead(false);
+        }
         ctx.fireChannelReadComplete();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (ctx.channel().isWritable() && !closing && !ctx.channel().config().isAutoRead()) {
+            ctx.channel().config().setAutoRead(true);
+        }
+        ctx.fireChannelWritabilityChanged();
     }
 
     /** Tells the client the limiter is stopping (GOAWAY): it sends nothing more and closes once answered. */
@@ -122,8 +137,14 @@ final class WireHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof io.netty.handler.codec.TooLongFrameException && !closing) {
+            // the frame decoder's own words name its arithmetic, not the rule
+            refuse(ctx, 0, "frame length over the limit of " + CheckWire.MAX_FRAME + " bytes (or not a frame of "
+                    + CheckWire.PROTOCOL + " at all)");
+            return;
+        }
         if (cause instanceof DecoderException && !closing) {
-            // from the frame decoder: a length over the limit, or a corrupted stream
+            // from the frame decoder: a corrupted stream
             refuse(ctx, 0, cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage());
             return;
         }

@@ -60,7 +60,8 @@ public final class CheckWire {
      * body); a length over {@link #MAX_FRAME} fails with Netty's {@code TooLongFrameException}. One per connection.
      */
     public static LengthFieldBasedFrameDecoder frameDecoder() {
-        return new LengthFieldBasedFrameDecoder(MAX_FRAME, 0, 4, 0, 4);
+        // the decoder's limit counts the length field too: MAX_FRAME bytes may follow it
+        return new LengthFieldBasedFrameDecoder(MAX_FRAME + 4, 0, 4, 0, 4);
     }
 
     /**
