@@ -56,6 +56,13 @@ public record HostPort(String host, int port) {
         String host = t.substring(0, colon);
         if (host.startsWith("[") && host.endsWith("]")) {
             host = host.substring(1, host.length() - 1);
+        } else if (host.indexOf('[') >= 0 || host.indexOf(']') >= 0) {
+            throw new IllegalArgumentException(what + ": expected HOST:PORT, got '" + t + "': brackets go around a"
+                    + " whole IPv6 address ([::1]:7000)");
+        } else if (host.indexOf(':') >= 0) {
+            // '127.0.0.1:7000:1' or '::1:7000': which colon starts the port is a guess; RFC 3986 brackets IPv6
+            throw new IllegalArgumentException(what + ": expected HOST:PORT, got '" + t
+                    + "': one colon only, or an IPv6 address in brackets ([::1]:7000)");
         }
         int port;
         try {

@@ -29,6 +29,9 @@ class HostPortTest {
             http://127.0.0.1:7000/v1   | no path
             http://127.0.0.1           | expected HOST:PORT
             127.0.0.1:x                | not a number
+            127.0.0.1:7000:1           | one colon only
+            ::1:7000                   | IPv6 address in brackets
+            [::1:7000                  | brackets go around
             """)
     void otherUrlsAndPathsAreRefusedNamingTheOption(String text, String named) {
         assertThatThrownBy(() -> HostPort.parse(text, "--observer"))
