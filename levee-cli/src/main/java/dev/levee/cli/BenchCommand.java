@@ -228,7 +228,7 @@ final class BenchCommand {
             Phase open = openLoop(load, http, a, rate, duration);
             long[] ownGc1 = ownGc();
             double[] targetGc1 = targetGc(a);
-            System.out.printf(Locale.ROOT, "latency     %,10.0f checks/s offered (%s), %,.0f done  p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  errors %d%n",
+            System.out.printf(Locale.ROOT, "latency     %,10.0f checks/s offered (%s), %,.0f done/s  p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms  errors %d%n",
                     rate, fixedRate > 0 ? "--rate" : String.format(Locale.ROOT, "%.0f%% of max", fraction * 100), open.rate(), open.p50Ms(), open.p99Ms(), open.p999Ms(), open.maxMs(), open.errors());
             // the pauses of each JVM in the latency phase: a pause of either shows in the tail
             System.out.printf(Locale.ROOT, "gc          generator (%s): %d collections, %d ms in total; limiter%s: %s%n",
@@ -275,6 +275,9 @@ final class BenchCommand {
 
         record Phase(double rate, double p50Ms, double p99Ms, double p999Ms, double maxMs, long errors, String firstError) {
         }
+
+        /** A request to the limiter that gets no answer this long counts as an error: 10 s. */
+        static final long REQUEST_TIMEOUT_MS = 10_000;
 
         /** A failure for people: its message (the class name only when there is none). */
         static String describe(Throwable t) {
@@ -340,9 +343,20 @@ final class BenchCommand {
             }
             return http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(a.host()).setPort(a.port())
                             .setURI("/v1/check").putHeader("Content-Type",
-                                    binary ? dev.levee.runtime.BinaryChecks.CONTENT_TYPE : "application/json"))
+                                    binary ? dev.levee.runtime.BinaryChecks.CONTENT_TYPE : "application/json")
+                            .setIdleTimeout(REQUEST_TIMEOUT_MS))
                     .compose(r -> r.send(body))
-                    .compose(resp -> resp.body().map(b -> resp.statusCode()));
+                    .compose(resp -> resp.body().map(b -> {
+                        // a 200 or 429 is a check's answer only in the content type a limiter answers in
+                        String type = resp.getHeader("Content-Type");
+                        String want = binary ? dev.levee.runtime.BinaryChecks.CONTENT_TYPE : "application/json";
+                        if (type == null || !type.startsWith(want)) {
+                            throw new IllegalStateException("HTTP " + resp.statusCode() + " with "
+                                    + (type == null ? "no content type" : "content type " + type)
+                                    + ", not a limiter's answer");
+                        }
+                        return resp.statusCode();
+                    }));
         }
 
         private Phase closedLoop(HttpClientAgent http, HostPort a, int concurrency, Duration d) throws InterruptedException {

@@ -32,8 +32,30 @@ import picocli.CommandLine.Option;
                 + " p50/p99/p99.9/max from the scheduled send time, and each URL's p99 against the first's.")
 final class BenchHttp implements Callable<Integer> {
 
-    @Option(names = "--url", required = true, description = "a URL on loopback to GET; repeat for several, measured in turn")
+    @Option(names = "--url", required = true, converter = UrlConverter.class,
+            description = "a URL on loopback to GET; repeat for several, measured in turn")
     List<URI> urls;
+
+    /** {@code http://HOST:PORT/PATH}, read as a URI; what is not one is named, without Java's exception. */
+    static final class UrlConverter implements picocli.CommandLine.ITypeConverter<URI> {
+        @Override
+        public URI convert(String value) {
+            try {
+                return new URI(value.trim());
+            } catch (java.net.URISyntaxException e) {
+                throw new picocli.CommandLine.TypeConversionException("'" + value + "' is not a URL (e.g."
+                        + " http://127.0.0.1:8080/path): " + e.getReason());
+            }
+        }
+    }
+
+    /** How a URL is named in the output: its path, or host, port and path when another URL has the same path. */
+    private String label(URI u) {
+        String path = u.getRawPath() == null || u.getRawPath().isEmpty() ? "/" : u.getRawPath();
+        long same = urls.stream().filter(o -> path.equals(o.getRawPath() == null || o.getRawPath().isEmpty() ? "/"
+                : o.getRawPath())).count();
+        return same > 1 ? u.getRawAuthority() + path : path;
+    }
 
     /** Most requests/s offered to each URL: {@value}; far beyond what one generator's event loop sends. */
     static final double MAX_RATE = 1_000_000;
@@ -66,6 +88,10 @@ final class BenchHttp implements Callable<Integer> {
         if (!(rate > 0) || rate > MAX_RATE) {
             throw new IllegalArgumentException("--rate must be a number of requests/s > 0 and at most "
                     + (long) MAX_RATE + " (one event loop's generator), got " + rate);
+        }
+        if (rate * duration.toNanos() / 1e9 < 1) {
+            throw new IllegalArgumentException("--rate " + rate + " requests/s sends no request in --duration "
+                    + duration.toMillis() + " ms: raise either");
         }
         if (connections < 1 || connections > 10_000 || rounds < 1) {
             throw new IllegalArgumentException("--connections must be 1-10000 and --rounds >= 1");
@@ -103,7 +129,7 @@ final class BenchHttp implements Callable<Integer> {
                 Result res = phase(vertx, http, urls.get(i), duration);
                 results.get(i).add(res);
                 System.out.printf(Locale.ROOT, "round %d %-40s %,9.0f done/s  p50 %7.3f  p99 %7.3f  p99.9 %7.3f  max %8.3f ms"
-                        + "  errors %d%n", r + 1, urls.get(i).getPath(), res.done(), res.p50(), res.p99(), res.p999(),
+                        + "  errors %d%n", r + 1, label(urls.get(i)), res.done(), res.p50(), res.p99(), res.p999(),
                         res.max(), res.errors());
             }
         }
@@ -111,7 +137,7 @@ final class BenchHttp implements Callable<Integer> {
             double p99 = results.get(i).stream().mapToDouble(Result::p99).average().orElse(0);
             double ref = results.get(0).stream().mapToDouble(Result::p99).average().orElse(0);
             System.out.printf(Locale.ROOT, "mean of %d  %-40s p99 %7.3f ms  (%+.3f ms against %s)%n", rounds,
-                    urls.get(i).getPath(), p99, p99 - ref, urls.get(0).getPath());
+                    label(urls.get(i)), p99, p99 - ref, label(urls.get(0)));
         }
         http.close();
         vertx.close().await(10, TimeUnit.SECONDS);

@@ -29,7 +29,7 @@ final class ClientCommand implements Callable<Integer> {
             description = "address to bind (default: ${DEFAULT-VALUE})")
     HostPort listen;
 
-    @Option(names = "--line-listen", converter = Converters.LineAddressConverter.class, defaultValue = "none",
+    @Option(names = "--line-listen", converter = Converters.OptionalLineAddressConverter.class, defaultValue = "none",
             description = "also listen for the line protocol of rate.lua's cosocket transport (levee-line/1,"
                     + " docs/nginx.md: same checks and answers as GET /v1/s3check, without HTTP) on HOST:PORT,"
                     + " e.g. 127.0.0.1:7201; port 0 picks a free one; 'none' for no such listener (default: ${DEFAULT-VALUE})")

@@ -24,18 +24,39 @@ final class Converters {
         }
     }
 
-    /**
-     * The line endpoint's {@code HOST:PORT}, or {@code none} (null): no scheme, since the endpoint speaks
-     * levee-line/1, not HTTP (an {@code http://} there would suggest it does).
-     */
+    /** The line endpoint's {@code HOST:PORT}, with no scheme (see {@link #parseLineAddress}). */
     static final class LineAddressConverter implements CommandLine.ITypeConverter<HostPort> {
         @Override
         public HostPort convert(String value) {
-            if (value != null && value.contains("://")) {
-                throw new CommandLine.TypeConversionException("expected HOST:PORT, got '" + value.trim()
-                        + "': the line endpoint speaks levee-line/1, not HTTP, so no scheme");
-            }
-            return new OptionalHostPortConverter().convert(value);
+            return parseLineAddress(value, false);
+        }
+    }
+
+    /** The line endpoint's {@code HOST:PORT}, or {@code none} (null: no line listener). */
+    static final class OptionalLineAddressConverter implements CommandLine.ITypeConverter<HostPort> {
+        @Override
+        public HostPort convert(String value) {
+            return parseLineAddress(value, true);
+        }
+    }
+
+    /**
+     * A line endpoint's address: {@code HOST:PORT} and nothing else — no scheme, since the endpoint speaks
+     * levee-line/1, not HTTP (an {@code http://} would suggest it does).
+     */
+    static HostPort parseLineAddress(String value, boolean noneAllowed) {
+        String v = value == null ? "" : value.trim();
+        if (noneAllowed && v.equalsIgnoreCase("none")) {
+            return null;
+        }
+        if (v.contains("://")) {
+            throw new CommandLine.TypeConversionException("expected HOST:PORT with no scheme, got '" + v
+                    + "': the line endpoint speaks levee-line/1" + (v.regionMatches(true, 0, "http", 0, 4) ? ", not HTTP" : ""));
+        }
+        try {
+            return HostPort.parse(v, "address");
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.TypeConversionException(e.getMessage() + (noneAllowed ? " (or 'none')" : ""));
         }
     }
 
@@ -108,35 +129,103 @@ final class Converters {
         }
     }
 
+    /** Longest duration any option takes: 365 days (beyond it, arithmetic on it overflows somewhere). */
+    static final Duration MAX_DURATION = Duration.ofDays(365);
+
+    /** A positive duration: {@code 250ms}, {@code 2s}, {@code 1.5m}, {@code 1h}, or ISO-8601 {@code PT2S}; at most 365 days. */
     static Duration parseDuration(String value) {
+        return parseDuration(value, false);
+    }
+
+    /**
+     * A duration as {@link #parseDuration(String)} reads it; with {@code zeroAllowed}, zero in any spelling too
+     * ({@code 0}, {@code 0s}, {@code 0.0m}, {@code PT0S}).
+     *
+     * @throws CommandLine.TypeConversionException naming the value: not a duration, negative, zero where it must be
+     *                                             positive, below a millisecond, or longer than 365 days
+     */
+    static Duration parseDuration(String value, boolean zeroAllowed) {
         String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
+        String shown = value == null ? "" : value.trim();
+        Duration d;
         try {
-            Duration d;
-            if (v.startsWith("pt")) {
+            double n;
+            long unitMs;
+            if (v.startsWith("pt") || v.startsWith("-pt")) {
                 d = Duration.parse(v.toUpperCase(Locale.ROOT));
+                n = Double.NaN;
+                unitMs = 0;
             } else if (v.endsWith("ms")) {
-                d = Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+                n = number(v.substring(0, v.length() - 2));
+                if (n != Math.rint(n)) {
+                    throw new CommandLine.TypeConversionException("'" + shown + "' is not a duration: milliseconds are"
+                            + " whole (examples: 250ms, 2s, 1.5m, 1h, PT2S)");
+                }
+                unitMs = 1;
+                d = null;
             } else if (v.endsWith("s")) {
-                d = Duration.ofMillis(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 1000));
+                n = number(v.substring(0, v.length() - 1));
+                unitMs = 1_000;
+                d = null;
             } else if (v.endsWith("m")) {
-                d = Duration.ofSeconds(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 60));
+                n = number(v.substring(0, v.length() - 1));
+                unitMs = 60_000;
+                d = null;
             } else if (v.endsWith("h")) {
-                d = Duration.ofSeconds(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 3600));
-            } else if (v.matches("0+(\\.0*)?")) {
-                d = Duration.ZERO; // a zero without its unit is still zero: refused below as not positive
+                n = number(v.substring(0, v.length() - 1));
+                unitMs = 3_600_000;
+                d = null;
+            } else if (v.matches("-?0+(\\.0*)?")) {
+                n = 0; // a zero needs no unit
+                unitMs = 1;
+                d = null;
             } else {
                 throw new NumberFormatException();
             }
-            if (d.isNegative() || d.isZero()) {
-                throw new CommandLine.TypeConversionException("duration '" + value + "' must be positive");
+            if (d == null) {
+                double ms = n * unitMs;
+                if (ms > MAX_DURATION.toMillis()) {
+                    throw new CommandLine.TypeConversionException("duration '" + shown + "' is longer than "
+                            + MAX_DURATION.toDays() + " days");
+                }
+                if (ms < 0) {
+                    throw new CommandLine.TypeConversionException("duration '" + shown + "' must not be negative");
+                }
+                if (ms > 0 && Math.round(ms) == 0) {
+                    throw new CommandLine.TypeConversionException("duration '" + shown + "' is below a millisecond,"
+                            + " the smallest step");
+                }
+                d = Duration.ofMillis(Math.round(ms));
             }
-            return d;
+        } catch (CommandLine.TypeConversionException e) {
+            throw e;
         } catch (RuntimeException e) {
-            if (e instanceof CommandLine.TypeConversionException t) {
-                throw t;
-            }
-            throw new CommandLine.TypeConversionException("'" + value
+            throw new CommandLine.TypeConversionException("'" + shown
                     + "' is not a duration (examples: 250ms, 2s, 1.5m, 1h, PT2S)");
         }
+        if (d.isNegative()) {
+            throw new CommandLine.TypeConversionException("duration '" + shown + "' must not be negative");
+        }
+        if (d.compareTo(MAX_DURATION) > 0) {
+            throw new CommandLine.TypeConversionException("duration '" + shown + "' is longer than "
+                    + MAX_DURATION.toDays() + " days");
+        }
+        if (d.isZero() && !zeroAllowed) {
+            throw new CommandLine.TypeConversionException("duration '" + shown + "' must be positive");
+        }
+        return d;
+    }
+
+    /** A finite decimal number (no NaN, no infinity, no hexadecimal). */
+    private static double number(String s) {
+        String t = s.trim();
+        if (t.isEmpty() || !t.matches("[-+]?[0-9]*\\.?[0-9]*([eE][-+]?[0-9]+)?")) {
+            throw new NumberFormatException(s);
+        }
+        double n = Double.parseDouble(t);
+        if (!Double.isFinite(n)) {
+            return n > 0 ? Double.MAX_VALUE : -Double.MAX_VALUE; // over the cap, named as such
+        }
+        return n;
     }
 }

@@ -117,7 +117,7 @@ final class DemoCommand implements Callable<Integer> {
     static final class LatencyConverter implements picocli.CommandLine.ITypeConverter<Duration> {
         @Override
         public Duration convert(String value) {
-            return value != null && value.trim().matches("0+(s|ms)?") ? Duration.ZERO : Converters.parseDuration(value);
+            return Converters.parseDuration(value, true);
         }
     }
 

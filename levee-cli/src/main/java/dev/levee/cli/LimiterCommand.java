@@ -65,8 +65,7 @@ final class LimiterCommand implements Callable<Integer> {
     static final class OptionalDurationConverter implements picocli.CommandLine.ITypeConverter<Duration> {
         @Override
         public Duration convert(String value) {
-            String v = value == null ? "" : value.trim();
-            return v.matches("0+(\\.0*)?(ms|s)?") ? Duration.ZERO : Converters.parseDuration(value);
+            return Converters.parseDuration(value, true);
         }
     }
 

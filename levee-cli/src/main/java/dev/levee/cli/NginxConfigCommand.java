@@ -111,10 +111,6 @@ final class NginxConfigCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        if (clientLine == null) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                    "--client-line needs levee-client's line endpoint as HOST:PORT, got 'none'");
-        }
         if (transport != NginxConfig.Transport.COSOCKET
                 && spec.commandLine().getParseResult().hasMatchedOption("--client-line")) {
             System.err.println("levee nginx-config: --client-line is used by --transport cosocket only; with "

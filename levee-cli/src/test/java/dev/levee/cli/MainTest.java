@@ -104,7 +104,7 @@ class MainTest {
             client --batch-max -1                          | --batch-max
             observer --log-target file:/tmp                | is a directory
             limiter --id l1 --warmup soon                  | not a duration
-            limiter --id l1 --drain-grace -1s              | must be positive
+            limiter --id l1 --drain-grace -1s              | must not be negative
             limiter --id l1 --shutdown-deadline 0s          | must be positive
             client --list-grace later                      | not a duration
             client --check-deadline 0ms                    | must be positive
@@ -124,7 +124,11 @@ class MainTest {
             bench limiter --target 127.0.0.1:1 --warmup 1s --duration 1s --rate 100 --log-target stderr | cannot open the check wire to 127.0.0.1:1: finishConnect
             bench limiter --target 127.0.0.1:1 --encoding json --warmup 1s --duration 1s --rate 100 --log-target stderr | no check of the warm-up succeeded against 127.0.0.1:1
             client --line-idle-timeout 0                     | duration '0' must be positive
-            client --line-listen http://127.0.0.1:7201       | not HTTP, so no scheme
+            client --line-listen http://127.0.0.1:7201       | not HTTP
+            client --line-listen 127.0.0.1:7201:1            | one colon only
+            observer --ttl 1e400s                            | longer than 365 days
+            limiter --id l1 --warmup 1e400s                  | longer than 365 days
+            bench http --rate 0.1 --duration 1s --warmup 0 --url http://127.0.0.1:1/ | sends no request in --duration
             client --listen 127.0.0.1:17299 --line-listen 127.0.0.1:17299 | needs a port of its own
             client --listen 127.0.0.1:17299 --line-listen 0.0.0.0:17299 | needs a port of its own
             demo --backend-latency 30s                      | --backend-latency must be 0s-20s

@@ -108,8 +108,10 @@ class NginxConfigCommandTest {
             --client-line | 127.0.0.1:70000        | --client-line
             --client-line | https://127.0.0.1:7201 | --client-line
             --client-line | 127.0.0.1:0            | --client-line needs a port other than 0
-            --client-line | http://127.0.0.1:7201  | not HTTP, so no scheme
-            --client-line | none                   | --client-line needs levee-client's line endpoint
+            --client-line | http://127.0.0.1:7201  | with no scheme, got 'http://127.0.0.1:7201': the line endpoint speaks levee-line/1, not HTTP
+            --client-line | tcp://127.0.0.1:7201   | with no scheme, got 'tcp://127.0.0.1:7201'
+            --client-line | none                   | expected HOST:PORT, got 'none'
+            --client-line | 127.0.0.1:7201:1       | one colon only
             """)
     void badTransportValuesAreRefusedWithExitCode2(String option, String value, String expected) {
         MainTest.Run r = MainTest.run("nginx-config", "--transport", "cosocket", option, value);
