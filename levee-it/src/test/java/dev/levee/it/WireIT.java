@@ -336,6 +336,35 @@ class WireIT {
         }
     }
 
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', textBlock = """
+            HTTP/1.1 | Connection: keep-alive, Upgrade~Upgrade: websocket, levee-check/1 | HTTP/1.1 101 |
+            HTTP/1.0 | Connection: Upgrade~Upgrade: levee-check/1                         | 405          | the check wire: HTTP/1.1
+            HTTP/1.1 | Connection: Upgrade~Upgrade: levee-check/2                         | HTTP/1.1 405 | Upgrade: levee-check/1
+            HTTP/1.1 | Connection: Upgrade~Upgrade: levee-check/1~Content-Length: 5       | HTTP/1.1 400 | has no body
+            HTTP/1.1 | Connection: Upgrade~Upgrade: levee-check/1~Transfer-Encoding: chunked | HTTP/1.1 400 | has no body
+            """)
+    void theUpgradeFollowsHttpRules(String version, String headers, String status, String says) throws Exception {
+        // headers separated by '~' in the table
+        HostPort limiter = stack.stack.limiters().get(0).address();
+        try (Socket s = new Socket(limiter.host(), limiter.port())) {
+            s.setSoTimeout(5_000);
+            String body = headers.contains("Content-Length: 5") ? "hello"
+                    : headers.contains("chunked") ? "5\r\nhello\r\n0\r\n\r\n" : "";
+            s.getOutputStream().write(("GET /v1/checks " + version + "\r\nHost: x\r\n" + headers.replace("~", "\r\n")
+                    + "\r\n\r\n" + body).getBytes(StandardCharsets.US_ASCII));
+            assertThat(head(s.getInputStream())).contains(status);
+            if (says != null) { // the body, read until it says so (or the socket's 5 s time-out fails the test)
+                ByteArrayOutputStream rest = new ByteArrayOutputStream();
+                while (!rest.toString(StandardCharsets.UTF_8).contains(says)) {
+                    int c = s.getInputStream().read();
+                    assertThat(c).as("body so far: %s", rest).isNotNegative();
+                    rest.write(c);
+                }
+            }
+        }
+    }
+
     @Test
     void anUpgradeToAnotherProtocolIsNotTaken() throws Exception {
         HostPort limiter = stack.stack.limiters().get(0).address();

@@ -488,16 +488,24 @@ public final class LimiterService implements AutoCloseable {
             req.response().putHeader(io.vertx.core.http.HttpHeaders.CONNECTION, io.vertx.core.http.HttpHeaders.CLOSE);
         }
         String path = req.path();
-        if (path.equals(CheckWire.PATH) && req.method() == HttpMethod.GET && req.headers().contains(
-                io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL, true)
-                && !req.headers().contains(io.vertx.core.http.HttpHeaders.CONNECTION,
-                io.vertx.core.http.HttpHeaders.UPGRADE, true)) {
-            // RFC 9110 §7.8: an Upgrade header is only sent with the "upgrade" connection option; without it
-            // Vert.x would not switch and the request would wait for the idle timeout
-            Http.error(req.response(), 400, "an upgrade to " + CheckWire.PROTOCOL + " needs Connection: Upgrade");
-        } else if (path.equals(CheckWire.PATH) && req.method() == HttpMethod.GET && req.headers().contains(
-                io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL, true)) {
-            upgradeToWire(req);
+        if (path.equals(CheckWire.PATH) && req.method() == HttpMethod.GET && offersWire(req)) {
+            if (!hasToken(req, io.vertx.core.http.HttpHeaders.CONNECTION, "upgrade")) {
+                // RFC 9110 §7.8: an Upgrade header is only sent with the "upgrade" connection option; without it
+                // Vert.x would not switch and the request would wait for the idle timeout
+                Http.error(req.response(), 400, "an upgrade to " + CheckWire.PROTOCOL + " needs Connection: Upgrade");
+            } else if (req.headers().contains(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH)
+                    && !"0".equals(req.getHeader(io.vertx.core.http.HttpHeaders.CONTENT_LENGTH).trim())
+                    || req.headers().contains(io.vertx.core.http.HttpHeaders.TRANSFER_ENCODING)) {
+                // its body would be read as frames after the switch
+                Http.error(req.response().putHeader(io.vertx.core.http.HttpHeaders.CONNECTION,
+                        io.vertx.core.http.HttpHeaders.CLOSE), 400, "an upgrade to " + CheckWire.PROTOCOL + " has no body");
+            } else {
+                upgradeToWire(req);
+            }
+        } else if (path.equals(CheckWire.PATH) && req.method() == HttpMethod.GET) {
+            Http.error(req.response().putHeader("Allow", "POST"), 405, "GET " + CheckWire.PATH + " is the check wire:"
+                    + " HTTP/1.1 with Connection: Upgrade and Upgrade: " + CheckWire.PROTOCOL + " (POST for a batch of"
+                    + " checks)");
         } else if (path.startsWith("/v1/check") && req.method() == HttpMethod.POST
                 && BinaryChecks.isBinary(req.getHeader(io.vertx.core.http.HttpHeaders.CONTENT_TYPE))
                 && (path.length() == 9 || path.equals("/v1/checks"))) {
@@ -526,6 +534,27 @@ public final class LimiterService implements AutoCloseable {
         } else {
             Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + LogText.escape(path, 200));
         }
+    }
+
+    /**
+     * True when {@code req} asks for the check wire: HTTP/1.1 (RFC 9110 §7.8: an Upgrade in an HTTP/1.0 request is
+     * ignored) with {@value CheckWire#PROTOCOL} among the protocols of its Upgrade header.
+     */
+    private static boolean offersWire(HttpServerRequest req) {
+        return req.version() == io.vertx.core.http.HttpVersion.HTTP_1_1
+                && hasToken(req, io.vertx.core.http.HttpHeaders.UPGRADE, CheckWire.PROTOCOL);
+    }
+
+    /** True when a comma-separated list in header {@code name} (any of its lines) holds {@code token}, case aside. */
+    private static boolean hasToken(HttpServerRequest req, CharSequence name, String token) {
+        for (String line : req.headers().getAll(name)) {
+            for (String t : line.split(",")) {
+                if (t.trim().equalsIgnoreCase(token)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**
