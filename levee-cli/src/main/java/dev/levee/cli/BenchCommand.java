@@ -236,7 +236,7 @@ final class BenchCommand {
                             .map(java.lang.management.GarbageCollectorMXBean::getName).reduce((x, y) -> x + ", " + y)
                             .orElse("no collector"), ownGc1[0] - ownGc0[0], ownGc1[1] - ownGc0[1],
                     target == null ? " (same JVM)" : "",
-                    targetGc0 == null || targetGc1 == null ? "unknown (its /metrics did not answer)"
+                    targetGc0 == null || targetGc1 == null ? "unknown (its /metrics did not answer with a JVM's collections)"
                             : String.format(Locale.ROOT, "%.0f pauses, %.1f ms in total, longest %.1f ms (its jvm_gc_pause_seconds_max)",
                             targetGc1[0] - targetGc0[0], (targetGc1[1] - targetGc0[1]) * 1000, targetGc1[2] * 1000));
             http.close();
@@ -281,6 +281,9 @@ final class BenchCommand {
 
         /** A failure for people: its message (the class name only when there is none). */
         static String describe(Throwable t) {
+            if (t instanceof java.net.ConnectException) { // Netty's words: "finishConnect(..) failed with error(-111): …"
+                return "connection refused: nothing listens there";
+            }
             return t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getSimpleName() : t.getMessage();
         }
 
@@ -306,6 +309,9 @@ final class BenchCommand {
                 String text = http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + a + "/metrics"))
                         .timeout(Duration.ofSeconds(5)).build(), java.net.http.HttpResponse.BodyHandlers.ofString()).body();
                 double[] out = new double[3];
+                if (!text.contains("jvm_gc_pause_seconds_count")) {
+                    return null; // not a JVM's Prometheus page (or no collection metric in it): unknown, not zero
+                }
                 for (String line : text.split("\n")) {
                     int sp = line.lastIndexOf(' ');
                     if (sp < 0 || line.startsWith("#")) {

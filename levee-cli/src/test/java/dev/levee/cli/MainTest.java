@@ -121,7 +121,7 @@ class MainTest {
             bench http --rate 200 --warmup 1s --duration 1s --url http://127.0.0.1:1/ | no request to http://127.0.0.1:1/ got a 2xx answer in the warm-up
             bench http --rate 200 --warmup 0 --duration 1s --url http://127.0.0.1:1/ | got a 2xx answer in the measured phases
             bench limiter --rate 0.5 --duration 1s           | sends no check in --duration 1000 ms
-            bench limiter --target 127.0.0.1:1 --warmup 1s --duration 1s --rate 100 --log-target stderr | cannot open the check wire to 127.0.0.1:1: finishConnect
+            bench limiter --target 127.0.0.1:1 --warmup 1s --duration 1s --rate 100 --log-target stderr | cannot open the check wire to 127.0.0.1:1: connection refused
             bench limiter --target 127.0.0.1:1 --encoding json --warmup 1s --duration 1s --rate 100 --log-target stderr | no check of the warm-up succeeded against 127.0.0.1:1
             client --line-idle-timeout 0                     | duration '0' must be positive
             client --line-listen http://127.0.0.1:7201       | not HTTP

@@ -116,7 +116,7 @@ public final class ClientService implements AutoCloseable {
         return Http.onOwnEventLoop(vertx, () -> vertx.createHttpServer(Http.defaults(listen))
                 .requestHandler(req -> handle(req, client, registry, warming)).listen()
                 .compose(http -> {
-                    LOG.info("client endpoint listening on {}:{}", listen.host(), http.actualPort());
+                    LOG.info("client endpoint listening on {}", new HostPort(listen.host(), http.actualPort()));
                     if (line == null) {
                         return Future.succeededFuture(new ClientService(client, http, null));
                     }

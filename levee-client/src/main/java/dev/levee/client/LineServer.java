@@ -78,7 +78,7 @@ final class LineServer {
             socket.shutdownHandler(timeout -> connection.drain());
         });
         return server.listen().map(s -> {
-            LOG.info("line endpoint listening on {}:{}", listen.host(), s.actualPort());
+            LOG.info("line endpoint listening on {}", new HostPort(listen.host(), s.actualPort()));
             return new LineServer(s);
         });
     }
