@@ -111,10 +111,14 @@ final class NginxConfigCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        if (transport != NginxConfig.Transport.COSOCKET
-                && spec.commandLine().getParseResult().hasMatchedOption("--client-line")) {
-            System.err.println("levee nginx-config: --client-line is used by --transport cosocket only; with "
-                    + transport.name().toLowerCase(java.util.Locale.ROOT) + " the checks go to --client " + client);
+        if (spec.commandLine().getParseResult().hasMatchedOption("--client-line")) {
+            if (transport != NginxConfig.Transport.COSOCKET) {
+                System.err.println("levee nginx-config: --client-line is used by --transport cosocket only; with "
+                        + transport.name().toLowerCase(java.util.Locale.ROOT) + " the checks go to --client " + client);
+            } else if (part != Part.full && part != Part.site) {
+                System.err.println("levee nginx-config: --client-line is written into --part site (and full) only,"
+                        + " where rate.lua is called; --part " + part + " does not hold it");
+            }
         }
         if (clientLine.port() == 0) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(),

@@ -96,6 +96,11 @@ class NginxConfigCommandTest {
         assertThat(r.err()).as("the line address given but not used: said so").contains("--client-line is used by"
                 + " --transport cosocket only");
         assertThat(MainTest.run("nginx-config", "--part", "site").err()).doesNotContain("--client-line");
+        // with cosocket, only the parts that call rate.lua hold the address
+        assertThat(MainTest.run("nginx-config", "--part", "check", "--transport", "cosocket", "--client-line",
+                "127.0.0.1:7301").err()).contains("--part check does not hold it");
+        assertThat(MainTest.run("nginx-config", "--part", "site", "--transport", "cosocket", "--client-line",
+                "127.0.0.1:7301").err()).doesNotContain("does not hold it");
         assertThat(MainTest.run("nginx-config", "--part", "site", "--transport", "subrequest").out())
                 .isEqualTo(MainTest.run("nginx-config", "--part", "site").out());
     }
