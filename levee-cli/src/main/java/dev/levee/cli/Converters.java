@@ -145,75 +145,51 @@ final class Converters {
      *                                             positive, below a millisecond, or longer than 365 days
      */
     static Duration parseDuration(String value, boolean zeroAllowed) {
-        String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
         String shown = value == null ? "" : value.trim();
-        Duration d;
+        String v = shown.toLowerCase(Locale.ROOT);
+        String examples = " (examples: 250ms, 2s, 1.5m, 1h, PT2S)";
+        double ms;
         try {
-            double n;
-            long unitMs;
             if (v.startsWith("pt") || v.startsWith("-pt")) {
-                d = Duration.parse(v.toUpperCase(Locale.ROOT));
-                n = Double.NaN;
-                unitMs = 0;
+                Duration iso = Duration.parse(v.toUpperCase(Locale.ROOT));
+                ms = iso.getSeconds() * 1000.0 + iso.getNano() / 1e6;
             } else if (v.endsWith("ms")) {
-                n = number(v.substring(0, v.length() - 2));
-                if (n != Math.rint(n)) {
+                ms = number(v.substring(0, v.length() - 2));
+                if (ms != Math.rint(ms)) {
                     throw new CommandLine.TypeConversionException("'" + shown + "' is not a duration: milliseconds are"
-                            + " whole (examples: 250ms, 2s, 1.5m, 1h, PT2S)");
+                            + " whole" + examples);
                 }
-                unitMs = 1;
-                d = null;
             } else if (v.endsWith("s")) {
-                n = number(v.substring(0, v.length() - 1));
-                unitMs = 1_000;
-                d = null;
+                ms = number(v.substring(0, v.length() - 1)) * 1_000;
             } else if (v.endsWith("m")) {
-                n = number(v.substring(0, v.length() - 1));
-                unitMs = 60_000;
-                d = null;
+                ms = number(v.substring(0, v.length() - 1)) * 60_000;
             } else if (v.endsWith("h")) {
-                n = number(v.substring(0, v.length() - 1));
-                unitMs = 3_600_000;
-                d = null;
+                ms = number(v.substring(0, v.length() - 1)) * 3_600_000;
             } else if (v.matches("-?0+(\\.0*)?")) {
-                n = 0; // a zero needs no unit
-                unitMs = 1;
-                d = null;
+                ms = 0; // a zero needs no unit
             } else {
                 throw new NumberFormatException();
-            }
-            if (d == null) {
-                double ms = n * unitMs;
-                if (ms > MAX_DURATION.toMillis()) {
-                    throw new CommandLine.TypeConversionException("duration '" + shown + "' is longer than "
-                            + MAX_DURATION.toDays() + " days");
-                }
-                if (ms < 0) {
-                    throw new CommandLine.TypeConversionException("duration '" + shown + "' must not be negative");
-                }
-                if (ms > 0 && Math.round(ms) == 0) {
-                    throw new CommandLine.TypeConversionException("duration '" + shown + "' is below a millisecond,"
-                            + " the smallest step");
-                }
-                d = Duration.ofMillis(Math.round(ms));
             }
         } catch (CommandLine.TypeConversionException e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new CommandLine.TypeConversionException("'" + shown
-                    + "' is not a duration (examples: 250ms, 2s, 1.5m, 1h, PT2S)");
+            throw new CommandLine.TypeConversionException("'" + shown + "' is not a duration" + examples);
         }
-        if (d.isNegative()) {
-            throw new CommandLine.TypeConversionException("duration '" + shown + "' must not be negative");
-        }
-        if (d.compareTo(MAX_DURATION) > 0) {
+        if (ms > MAX_DURATION.toMillis()) {
             throw new CommandLine.TypeConversionException("duration '" + shown + "' is longer than "
                     + MAX_DURATION.toDays() + " days");
         }
-        if (d.isZero() && !zeroAllowed) {
+        if (ms < 0) {
+            throw new CommandLine.TypeConversionException("duration '" + shown + "' must not be negative");
+        }
+        if (ms > 0 && Math.round(ms) == 0) {
+            throw new CommandLine.TypeConversionException("duration '" + shown + "' is below a millisecond, the"
+                    + " smallest step");
+        }
+        if (ms == 0 && !zeroAllowed) {
             throw new CommandLine.TypeConversionException("duration '" + shown + "' must be positive");
         }
-        return d;
+        return Duration.ofMillis(Math.round(ms));
     }
 
     /** A finite decimal number (no NaN, no infinity, no hexadecimal). */
