@@ -279,14 +279,6 @@ final class BenchCommand {
         /** A request to the limiter that gets no answer this long counts as an error: 10 s. */
         static final long REQUEST_TIMEOUT_MS = 10_000;
 
-        /** A failure for people: its message (the class name only when there is none). */
-        static String describe(Throwable t) {
-            if (t instanceof java.net.ConnectException) { // Netty's words: "finishConnect(..) failed with error(-111): …"
-                return "connection refused: nothing listens there";
-            }
-            return t.getMessage() == null || t.getMessage().isBlank() ? t.getClass().getSimpleName() : t.getMessage();
-        }
-
         private boolean binary;
         /** The check-wire load, with {@code --encoding wire}; null for HTTP. */
         private WireLoad wire;
@@ -398,7 +390,7 @@ final class BenchCommand {
                     done.incrementAndGet();
                 } else {
                     errors.incrementAndGet();
-                    firstError.compareAndSet(null, ar.failed() ? describe(ar.cause()) : "HTTP " + ar.result());
+                    firstError.compareAndSet(null, ar.failed() ? Main.describe(ar.cause()) : "HTTP " + ar.result());
                 }
                 loop(http, a, rec, done, errors, firstError, seq, end, finished);
             });
@@ -431,7 +423,7 @@ final class BenchCommand {
                     } else {
                         if (errors.getAndIncrement() == 0) {
                             System.err.println("first error of the latency phase: " + (ar.failed()
-                                    ? describe(ar.cause()) : "HTTP " + ar.result()));
+                                    ? Main.describe(ar.cause()) : "HTTP " + ar.result()));
                         }
                     }
                     if (done.get() + errors.get() == total) {
@@ -499,7 +491,7 @@ final class BenchCommand {
                                 SystemTicker.INSTANCE, Duration.ofSeconds(10), 256).get(15, TimeUnit.SECONDS));
                     } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
                         Throwable cause = e.getCause() == null ? e : e.getCause();
-                        throw new IllegalArgumentException("cannot open the check wire to " + a + ": " + describe(cause)
+                        throw new IllegalArgumentException("cannot open the check wire to " + a + ": " + Main.describe(cause)
                                 + "; is a limiter listening there (its --listen, not levee-client's)? (--encoding binary or json"
                                 + " for a limiter without the wire)");
                     }

@@ -182,7 +182,7 @@ final class BenchHttp implements Callable<Integer> {
                             done.incrementAndGet();
                         } else if (errors.getAndIncrement() == 0) {
                             System.err.println("first error against " + u + ": "
-                                    + (ar.failed() ? BenchCommand.Limiter.describe(ar.cause()) : "HTTP " + ar.result()));
+                                    + (ar.failed() ? Main.describe(ar.cause()) : "HTTP " + ar.result()));
                         }
                         if (done.get() + errors.get() == total) {
                             finished.countDown();

@@ -110,6 +110,9 @@ public final class Main {
         if (e instanceof java.nio.file.FileSystemException f) {
             return "cannot read " + f.getFile() + (f.getReason() == null ? "" : ": " + f.getReason());
         }
+        if (e instanceof java.net.ConnectException) { // Netty's words: "finishConnect(..) failed with error(-111): …"
+            return "connection refused: nothing listens there";
+        }
         String m = e.getMessage();
         return m == null || m.isBlank() ? e.getClass().getSimpleName() : m;
     }
