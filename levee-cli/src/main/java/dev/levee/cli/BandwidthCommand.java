@@ -121,13 +121,48 @@ final class BandwidthCommand {
                         + " removes the override")
         List<String> overrides = new ArrayList<>();
 
+        /** One {@code --principal ID:DIRECTION=RATE}: {@code rate} null for {@code default}. */
+        private record PrincipalCeiling(String id, boolean download, Long rate) {
+        }
+
+        /** The {@code --principal} values, parsed by {@link #validate} before etcd is contacted. */
+        private final List<PrincipalCeiling> parsed = new ArrayList<>();
+
         @Override
-        int run(Client c, String prefix) throws Exception {
+        void validate() {
             if (download == null && upload == null && principalDownload == null && principalUpload == null
                     && overrides.isEmpty()) {
-                throw new IllegalArgumentException("nothing to set: give --download, --upload, --principal-download,"
+                throw new UsageException("nothing to set: give --download, --upload, --principal-download,"
                         + " --principal-upload or --principal");
             }
+            // a rate that cannot be read is named by its option before etcd is contacted
+            for (String[] f : new String[][] {{"--download", download}, {"--upload", upload},
+                    {"--principal-download", principalDownload}, {"--principal-upload", principalUpload}}) {
+                if (f[1] != null) {
+                    rate(f[0], f[1]);
+                }
+            }
+            parsed.clear();
+            for (String o : overrides) {
+                int colon = o.lastIndexOf(':', o.indexOf('=') < 0 ? o.length() : o.indexOf('='));
+                int eq = o.indexOf('=');
+                if (colon <= 0 || eq < colon) {
+                    throw new UsageException("--principal '" + o + "': expected ID:DIRECTION=RATE, e.g."
+                            + " svc-backup:download=50MiB/s");
+                }
+                String id = o.substring(0, colon);
+                String dir = o.substring(colon + 1, eq).strip().toLowerCase(Locale.ROOT);
+                String rate = o.substring(eq + 1).strip();
+                if (!dir.equals("download") && !dir.equals("upload")) {
+                    throw new UsageException("--principal '" + o + "': direction is download or upload");
+                }
+                parsed.add(new PrincipalCeiling(id, dir.equals("download"),
+                        rate.equals("default") ? null : rate("--principal " + id + ":" + dir, rate)));
+            }
+        }
+
+        @Override
+        int run(Client c, String prefix) throws Exception {
             SiteBudget b;
             try {
                 b = current(c, prefix);
@@ -137,27 +172,14 @@ final class BandwidthCommand {
                 b = SiteBudget.NONE;
             }
             Map<String, SiteBudget.Ceilings> ps = new TreeMap<>(b.principals());
-            for (String o : overrides) {
-                int colon = o.lastIndexOf(':', o.indexOf('=') < 0 ? o.length() : o.indexOf('='));
-                int eq = o.indexOf('=');
-                if (colon <= 0 || eq < colon) {
-                    throw new IllegalArgumentException("--principal '" + o + "': expected ID:DIRECTION=RATE, e.g."
-                            + " svc-backup:download=50MiB/s");
-                }
-                String id = o.substring(0, colon);
-                String dir = o.substring(colon + 1, eq).strip().toLowerCase(Locale.ROOT);
-                String rate = o.substring(eq + 1).strip();
-                if (!dir.equals("download") && !dir.equals("upload")) {
-                    throw new IllegalArgumentException("--principal '" + o + "': direction is download or upload");
-                }
-                Long r = rate.equals("default") ? null : rate("--principal " + id + ":" + dir, rate);
-                SiteBudget.Ceilings was = ps.getOrDefault(id, new SiteBudget.Ceilings(null, null));
-                SiteBudget.Ceilings now = dir.equals("download") ? new SiteBudget.Ceilings(r, was.upload())
-                        : new SiteBudget.Ceilings(was.download(), r);
+            for (PrincipalCeiling o : parsed) {
+                SiteBudget.Ceilings was = ps.getOrDefault(o.id(), new SiteBudget.Ceilings(null, null));
+                SiteBudget.Ceilings now = o.download() ? new SiteBudget.Ceilings(o.rate(), was.upload())
+                        : new SiteBudget.Ceilings(was.download(), o.rate());
                 if (now.download() == null && now.upload() == null) {
-                    ps.remove(id);
+                    ps.remove(o.id());
                 } else {
-                    ps.put(id, now);
+                    ps.put(o.id(), now);
                 }
             }
             // build the document and let the parser validate it as a gateway will
@@ -189,7 +211,7 @@ final class BandwidthCommand {
             try {
                 return ByteUnits.parseRate(text);
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException(what + ": " + e.getMessage());
+                throw new UsageException(what + ": " + e.getMessage());
             }
         }
     }

@@ -105,30 +105,30 @@ final class BenchCommand {
         @Override
         public Integer call() throws Exception {
             if (!stats.equals("on") && !stats.equals("off") && !stats.equals("both")) {
-                throw new IllegalArgumentException("--stats must be on, off or both, got '" + stats + "'");
+                throw new UsageException("--stats must be on, off or both, got '" + stats + "'");
             }
             if (stats.equals("both") && target != null) {
-                throw new IllegalArgumentException("--stats both starts its own two limiters: leave out --target");
+                throw new UsageException("--stats both starts its own two limiters: leave out --target");
             }
             if (rounds < 1) {
-                throw new IllegalArgumentException("--rounds must be >= 1");
+                throw new UsageException("--rounds must be >= 1");
             }
             if (connections < 1 || outstanding < 1 || keys < 1 || !(fraction > 0 && fraction <= 1)) {
-                throw new IllegalArgumentException("--connections, --pipeline, --keys must be >= 1 and --latency-fraction in (0,1]");
+                throw new UsageException("--connections, --pipeline, --keys must be >= 1 and --latency-fraction in (0,1]");
             }
             if (!(fixedRate >= 0) || Double.isInfinite(fixedRate)) {
-                throw new IllegalArgumentException("--rate must be a number of checks/s >= 0 (0: from the throughput phase), got "
+                throw new UsageException("--rate must be a number of checks/s >= 0 (0: from the throughput phase), got "
                         + fixedRate);
             }
             if (fixedRate > 0 && fixedRate * duration.toNanos() / 1e9 < 1) {
-                throw new IllegalArgumentException("--rate " + fixedRate + " checks/s sends no check in --duration "
+                throw new UsageException("--rate " + fixedRate + " checks/s sends no check in --duration "
                         + duration.toMillis() + " ms: raise either");
             }
             if (!encoding.equals("binary") && !encoding.equals("json") && !encoding.equals("wire")) {
-                throw new IllegalArgumentException("--encoding must be wire, binary or json, got '" + encoding + "'");
+                throw new UsageException("--encoding must be wire, binary or json, got '" + encoding + "'");
             }
             if (wireConnections < 1 || wireConnections > 1024) {
-                throw new IllegalArgumentException("--wire-connections must be between 1 and 1024, got " + wireConnections);
+                throw new UsageException("--wire-connections must be between 1 and 1024, got " + wireConnections);
             }
             if (!encoding.equals("wire") && spec.commandLine().getParseResult().hasMatchedOption("--wire-connections")) {
                 System.err.println("levee bench limiter: --wire-connections is for --encoding wire; with " + encoding

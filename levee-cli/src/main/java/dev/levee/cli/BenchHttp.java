@@ -86,22 +86,22 @@ final class BenchHttp implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (!(rate > 0) || rate > MAX_RATE) {
-            throw new IllegalArgumentException("--rate must be a number of requests/s > 0 and at most "
+            throw new UsageException("--rate must be a number of requests/s > 0 and at most "
                     + (long) MAX_RATE + " (one event loop's generator), got " + rate);
         }
         if (rate * duration.toNanos() / 1e9 < 1) {
-            throw new IllegalArgumentException("--rate " + rate + " requests/s sends no request in --duration "
+            throw new UsageException("--rate " + rate + " requests/s sends no request in --duration "
                     + duration.toMillis() + " ms: raise either");
         }
         if (connections < 1 || connections > 10_000 || rounds < 1) {
-            throw new IllegalArgumentException("--connections must be 1-10000 and --rounds >= 1");
+            throw new UsageException("--connections must be 1-10000 and --rounds >= 1");
         }
         for (URI u : urls) {
             if (!"http".equals(u.getScheme()) || u.getHost() == null) {
-                throw new IllegalArgumentException("--url must be http://HOST:PORT/PATH, got " + u);
+                throw new UsageException("--url must be http://HOST:PORT/PATH, got " + u);
             }
             if (!java.net.InetAddress.getByName(u.getHost()).isLoopbackAddress()) {
-                throw new IllegalArgumentException("--url must be on loopback (load tests stay on this machine), got " + u);
+                throw new UsageException("--url must be on loopback (load tests stay on this machine), got " + u);
             }
         }
         Vertx vertx = dev.levee.runtime.Http.vertx(1);

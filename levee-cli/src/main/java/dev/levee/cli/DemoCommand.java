@@ -132,22 +132,22 @@ final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (!(loadFactor > 0) || loadFactor > 100) {
-            throw new IllegalArgumentException("--load-factor must be in (0, 100], got " + loadFactor);
+            throw new UsageException("--load-factor must be in (0, 100], got " + loadFactor);
         }
         if (limiterCount < 1 || limiterCount > 32) {
-            throw new IllegalArgumentException("--limiters must be 1-32, got " + limiterCount);
+            throw new UsageException("--limiters must be 1-32, got " + limiterCount);
         }
         if (!(maxRate > 0)) {
-            throw new IllegalArgumentException("--max-rate must be positive");
+            throw new UsageException("--max-rate must be positive");
         }
         if (backendLatency.isNegative() || backendLatency.compareTo(Duration.ofSeconds(20)) > 0) {
-            throw new IllegalArgumentException("--backend-latency must be 0s-20s, got " + backendLatency.toMillis() + "ms");
+            throw new UsageException("--backend-latency must be 0s-20s, got " + backendLatency.toMillis() + "ms");
         }
         if (gateways < 1 || gateways > 8) {
-            throw new IllegalArgumentException("--gateways must be 1-8, got " + gateways);
+            throw new UsageException("--gateways must be 1-8, got " + gateways);
         }
         if (keepRunning && gateways > 1) {
-            throw new IllegalArgumentException("--keep-running works with one gateway (the site demo with --gateways "
+            throw new UsageException("--keep-running works with one gateway (the site demo with --gateways "
                     + gateways + " ends after --duration)");
         }
         startFreshLog(logTarget);

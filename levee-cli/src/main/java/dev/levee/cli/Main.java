@@ -46,19 +46,11 @@ public final class Main {
         CommandLine cl = commandLine(rest);
         cl.setCaseInsensitiveEnumValuesAllowed(true);
         // a value error: the error and one hint, not the whole usage (after which the error has scrolled away)
-        cl.setParameterExceptionHandler((e, argv) -> {
-            CommandLine cmd = e.getCommandLine();
-            java.io.PrintWriter err = cmd.getErr();
-            String name = cmd.getCommandSpec().qualifiedName();
-            err.println(name + ": " + e.getMessage());
-            CommandLine.UnmatchedArgumentException.printSuggestions(e, err);
-            err.println("Try '" + name + " --help' for more information.");
-            if (trace) {
-                e.printStackTrace(err);
-            }
-            return cmd.getCommandSpec().exitCodeOnInvalidInput();
-        });
+        cl.setParameterExceptionHandler((e, argv) -> usageError(e.getCommandLine(), e, trace));
         cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            if (e instanceof UsageException) { // a value the command checks itself: reported as picocli's own
+                return usageError(cmd, e, trace);
+            }
             cmd.getErr().println(cmd.getCommandSpec().qualifiedName() + ": " + describe(e));
             if (trace) {
                 e.printStackTrace(cmd.getErr());
@@ -66,6 +58,24 @@ public final class Main {
             return 1;
         });
         return cl.execute(rest);
+    }
+
+    /**
+     * Reports a usage error of {@code cmd} — the error, picocli's suggestions for a mistyped option, a hint to
+     * {@code --help}, not the whole usage (after which the error has scrolled away) — and returns its status, 2.
+     */
+    private static int usageError(CommandLine cmd, Exception e, boolean trace) {
+        java.io.PrintWriter err = cmd.getErr();
+        String name = cmd.getCommandSpec().qualifiedName();
+        err.println(name + ": " + e.getMessage());
+        if (e instanceof CommandLine.ParameterException p) {
+            CommandLine.UnmatchedArgumentException.printSuggestions(p, err);
+        }
+        err.println("Try '" + name + " --help' for more information.");
+        if (trace) {
+            e.printStackTrace(err);
+        }
+        return cmd.getCommandSpec().exitCodeOnInvalidInput();
     }
 
     /**

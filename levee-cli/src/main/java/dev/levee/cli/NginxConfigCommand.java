@@ -171,7 +171,7 @@ final class NginxConfigCommand implements Callable<Integer> {
             return 0;
         }
         if (part != Part.full) {
-            throw new IllegalArgumentException("--out writes a whole prefix directory: use it with --part full");
+            throw new UsageException("--out writes a whole prefix directory: use it with --part full");
         }
         Path dir = out.toAbsolutePath();
         Files.createDirectories(dir.resolve("lua"));

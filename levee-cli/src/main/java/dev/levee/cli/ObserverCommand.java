@@ -59,7 +59,7 @@ final class ObserverCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         if (statsTimeout.isNegative() || statsTimeout.isZero()) {
-            throw new IllegalArgumentException("--stats-timeout must be positive, got " + statsTimeout);
+            throw new UsageException("--stats-timeout must be positive, got " + statsTimeout);
         }
         if (etcd.enabled()) {
             common.apply("levee-observer");

@@ -130,7 +130,7 @@ final class QuotaCommand {
                 etcd = b.etcd;
             }
             if (!etcd.enabled()) {
-                throw new IllegalArgumentException("no etcd endpoint: pass --etcd http://HOST:PORT or set LEVEE_ETCD_ENDPOINTS");
+                throw new UsageException("no etcd endpoint: pass --etcd http://HOST:PORT or set LEVEE_ETCD_ENDPOINTS");
             }
             validate();
             try (Client c = etcd.client()) { // refuses bad client settings; connects only when asked
@@ -277,7 +277,7 @@ final class QuotaCommand {
         @Override
         void validate() {
             if (txnOps < 1) {
-                throw new IllegalArgumentException("--txn-ops must be >= 1, got " + txnOps);
+                throw new UsageException("--txn-ops must be >= 1, got " + txnOps);
             }
         }
 
@@ -476,12 +476,12 @@ final class QuotaCommand {
                 etcd = parent.etcd;
             }
             if (!(rps > 0) || rps > 1e12) {
-                throw new IllegalArgumentException("--rps must be a number in (0, 1e12], got " + rps);
+                throw new UsageException("--rps must be a number in (0, 1e12], got " + rps);
             }
             int df;
             if (factor != null) {
                 if (factor < 1) {
-                    throw new IllegalArgumentException("--factor must be >= 1, got " + factor);
+                    throw new UsageException("--factor must be >= 1, got " + factor);
                 }
                 df = factor;
             } else if (etcd.enabled()) {
@@ -493,7 +493,7 @@ final class QuotaCommand {
                             kvs.get(0).getValue().toString(StandardCharsets.UTF_8), p + QuotaLayout.FACTOR);
                 }
             } else {
-                throw new IllegalArgumentException("give --factor DF, or --etcd / LEVEE_ETCD_ENDPOINTS to read it");
+                throw new UsageException("give --factor DF, or --etcd / LEVEE_ETCD_ENDPOINTS to read it");
             }
             double rate = rps * 1.1;
             double exactBurst = rate / df * 0.1;

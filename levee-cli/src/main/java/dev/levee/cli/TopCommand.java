@@ -62,10 +62,10 @@ final class TopCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (rows < 1) {
-            throw new IllegalArgumentException("--rows must be >= 1, got " + rows);
+            throw new UsageException("--rows must be >= 1, got " + rows);
         }
         if (interval.isNegative() || interval.isZero() || timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("--interval and --timeout must be positive");
+            throw new UsageException("--interval and --timeout must be positive");
         }
         URI uri = statsUri(observer);
         HttpClient http = HttpClient.newBuilder().connectTimeout(timeout).build();
@@ -99,7 +99,7 @@ final class TopCommand implements Callable<Integer> {
         if (v.startsWith("http://")) {
             v = v.substring(7);
         } else if (v.contains("://")) {
-            throw new IllegalArgumentException("--observer: only http:// is served by the observer, got '" + observer + "'");
+            throw new UsageException("--observer: only http:// is served by the observer, got '" + observer + "'");
         }
         if (v.endsWith("/")) {
             v = v.substring(0, v.length() - 1);

@@ -33,7 +33,7 @@ class EtcdSizeOptionsTest {
     @org.junit.jupiter.api.Test
     void importTxnOpsBelowOneIsRefused() {
         MainTest.Run r = MainTest.run("quota", "import", "-", "--etcd", "http://127.0.0.1:1", "--txn-ops", "0");
-        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.status()).as("a usage error").isEqualTo(2);
         assertThat(r.err()).contains("--txn-ops");
     }
 }

@@ -336,6 +336,29 @@ class MainTest {
         assertThat(r.err()).contains(named).doesNotContain("\tat ").doesNotContain("Exception");
     }
 
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            bench limiter --rounds 0 --stats both                      | --rounds
+            bench limiter --encoding smoke                             | --encoding
+            bench http --url http://192.0.2.1:80/x --rate 10           | loopback
+            demo --limiters 0                                          | --limiters
+            demo --load-factor 0                                       | --load-factor
+            observer --stats-timeout 0ms                               | --stats-timeout
+            quota calc --rps 0 --factor 1                              | --rps
+            top --rows 0                                               | --rows
+            nginx-config --part site --out /tmp/levee-nginx-x          | --out
+            bandwidth set --etcd http://127.0.0.1:1                    | nothing to set
+            bandwidth set --etcd http://127.0.0.1:1 --download lots    | --download
+            bandwidth set --etcd http://127.0.0.1:1 --principal a:sideways=1MiB/s | direction
+            """)
+    void aValueTheCommandChecksItselfIsAUsageErrorLikePicocliOwn(String line, String named) {
+        // exit status 2 and a hint to --help, as for a value picocli refuses (status 1: the environment failed)
+        Run r = run(line.trim().split("\\s+"));
+        assertThat(r.status()).as(r.err()).isEqualTo(2);
+        assertThat(r.err()).contains(named).contains("--help' for more information")
+                .doesNotContain("\tat ").doesNotContain("Exception");
+    }
+
     @Test
     void aLineListenerThatCannotBindStopsTheStartNamingTheOption() throws Exception {
         try (java.net.ServerSocket busy = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
