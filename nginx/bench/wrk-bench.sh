@@ -24,7 +24,9 @@
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
 # ROWS (locations measured, default "none limitreq levee cosocket ideal client"),
 # OPEN_LOOP=1 adds open-loop rows at OPEN_LOOP_FRACTION (default 0.5) of /levee/'s rate (OPEN_LOOP_DURATION, default 15s, after 15 s of warm-up each;
-# OPEN_LOOP_ROUNDS, default 2) through `levee bench http` on Epsilon,
+# OPEN_LOOP_ROUNDS, default 2) through `levee bench http` on Epsilon, or through wrk2 (a C generator, open loop,
+# latency from the scheduled send time, its first 10 s of calibration discarded) when WRK2 names its binary,
+# e.g. WRK2=/tmp/wrk2/wrk after `git clone https://github.com/giltene/wrk2 /tmp/wrk2 && make -C /tmp/wrk2`,
 # ROW_TIMES=FILE appends "location conns start-ns end-ns requests" per row (to cut a JFR recording by row),
 # CLIENT_JAVA_OPTS / LIMITER_JAVA_OPTS (extra JVM options of levee-client / each limiter; "%r" in them
 # becomes the role's name, e.g. LIMITER_JAVA_OPTS='-XX:StartFlightRecording=filename=/tmp/%r.jfr,settings=profile').
@@ -302,9 +304,35 @@ if [ -n "${OPEN_LOOP:-}" ] && [ -n "${RPS[levee.$CONNS]:-}" ]; then
     exec 3>&-
   }
   read -r gc0c _ <<<"$(gc "$CLIENT")"; read -r gc0a _ <<<"$(gc "$L1")"; read -r gc0b _ <<<"$(gc "$L2")"
-  LEVEE_JAVA_OPTS="-XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -Xms8g -Xmx8g" \
-    "${LEVEE[@]}" bench http "${urls[@]}" --rate "$rate" --duration "${OPEN_LOOP_DURATION:-15s}" --warmup 15s \
-    --connections 64 --rounds "${OPEN_LOOP_ROUNDS:-2}" 2>&1
+  if [ -n "${WRK2:-}" ]; then
+    [ -x "$WRK2" ] || { echo "WRK2=$WRK2 is not an executable (wrk2's binary)" >&2; exit 1; }
+    secs="${OPEN_LOOP_DURATION:-15s}"; secs="${secs%s}"
+    case "$secs" in ''|*[!0-9]*) echo "OPEN_LOOP_DURATION with WRK2: whole seconds, e.g. 15s" >&2; exit 1 ;; esac
+    mapfile -t locs < <(printf '%s\n' "${urls[@]}" | grep '^http')
+    echo "| round | location | requests/s | p50 ms | p99 ms | p99.9 ms | max ms |"
+    echo "|---:|---|---:|---:|---:|---:|---:|"
+    for round in $(seq 1 "${OPEN_LOOP_ROUNDS:-2}"); do
+      order=("${locs[@]}")
+      if [ $((round % 2)) -eq 0 ]; then mapfile -t order < <(printf '%s\n' "${locs[@]}" | tac); fi # ABBA
+      for u in "${order[@]}"; do
+        # 10 s of wrk2's calibration (not recorded) + 32 connections x 5 ms staggered, then the measured seconds
+        out="$("$WRK2" -t1 -c32 -d"$((secs + 11))s" -R"$rate" --latency "$u" 2>&1)" || { echo "$out" >&2; exit 1; }
+        echo "$out" >"$WORK/wrk2-$round-$(basename "$(dirname "$u")").txt"
+        awk -v round="$round" -v loc="$(basename "$(dirname "$u")")" '
+          function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /m$/) return v * 60000;
+                           if (v ~ /s$/) return v * 1000; return v }
+          /Recorded Latency/ { on = 1 } /Detailed Percentile/ { on = 0 }
+          on && $1 == "50.000%" { p50 = ms($2) } on && $1 == "99.000%" { p99 = ms($2) }
+          on && $1 == "99.900%" { p999 = ms($2) } on && $1 == "100.000%" { mx = ms($2) }
+          /^Requests\/sec:/ { rps = $2 }
+          END { printf "| %d | /%s/ | %.0f | %.2f | %.2f | %.2f | %.2f |\n", round, loc, rps, p50, p99, p999, mx }' <<<"$out"
+      done
+    done
+  else
+    LEVEE_JAVA_OPTS="-XX:+UnlockExperimentalVMOptions -XX:+UseEpsilonGC -Xms8g -Xmx8g" \
+      "${LEVEE[@]}" bench http "${urls[@]}" --rate "$rate" --duration "${OPEN_LOOP_DURATION:-15s}" --warmup 15s \
+      --connections 64 --rounds "${OPEN_LOOP_ROUNDS:-2}" 2>&1
+  fi
   read -r gc1c _ m1c <<<"$(gc "$CLIENT")"; read -r gc1a _ m1a <<<"$(gc "$L1")"; read -r gc1b _ m1b <<<"$(gc "$L2")"
   echo "GC pauses during the open loop (warm-up included): levee-client $((gc1c - gc0c)), limiters $((gc1a - gc0a))" \
     "and $((gc1b - gc0b)); longest recent pause (jvm_gc_pause_seconds_max) $m1c / $m1a / $m1b s"
