@@ -15,7 +15,8 @@ public final class Metrics {
     }
 
     /**
-     * Creates a registry with JVM and process meters bound.
+     * Creates a registry with JVM and process meters bound, and {@code levee_log_lines_dropped_total}
+     * ({@link LogDrops}).
      *
      * @return a new Prometheus registry
      */
@@ -26,6 +27,11 @@ public final class Metrics {
         new JvmThreadMetrics().bindTo(registry);
         new ProcessorMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_log_lines_dropped_total", LogDrops.class,
+                        c -> LogDrops.dropped())
+                .description("log lines dropped because the log target did not keep up (a full ring of "
+                        + Logging.QUEUE_SIZE + " lines)")
+                .register(registry);
         return registry;
     }
 

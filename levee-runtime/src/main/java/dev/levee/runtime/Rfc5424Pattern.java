@@ -22,7 +22,9 @@ import org.apache.logging.log4j.util.ProcessIdUtil;
  *   <li>TIMESTAMP: {@code %d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX}} in the default time zone, as
  *       {@code Rfc5424Layout}'s {@code GregorianCalendar}: local time, milliseconds, {@code Z} for a zero
  *       offset and {@code +HH:MM} otherwise;
- *   <li>HOSTNAME: {@link NetUtils#getCanonicalLocalHostname()} (a reverse look-up of the local address),
+ *   <li>HOSTNAME: {@link #hostName}: the machine's name, its fully qualified form when a look-up gives one
+ *       ({@code Rfc5424Layout} took a reverse look-up of the local address, which on a Debian machine whose
+ *       {@code /etc/hosts} maps its name to 127.0.0.1 is {@code localhost} on every machine),
  *       APP-NAME: the role's name (the configuration's, {@code levee}, when none), PROCID:
  *       {@link ProcessIdUtil#getProcessId()} — read once, as {@code Rfc5424Layout} did, and written as literal text;
  *   <li>MSGID and STRUCTURED-DATA: {@code -} (Levee's {@code Rfc5424Layout} had an {@code id}, which names
@@ -55,8 +57,38 @@ public final class Rfc5424Pattern {
      * @return a {@code PatternLayout} pattern, for a layout with {@code alwaysWriteExceptions} off
      */
     public static String pattern(String appName, boolean newLine) {
-        return pattern(NetUtils.getCanonicalLocalHostname(), appName == null ? "levee" : appName,
+        return pattern(hostName(), appName == null ? "levee" : appName,
                 ProcessIdUtil.getProcessId(), newLine);
+    }
+
+    /**
+     * Returns the HOSTNAME of this machine's lines (RFC 5424 §6.2.4: the FQDN, else the host name): the name the
+     * machine gives itself ({@code gethostname}), or its fully qualified form when a look-up of it gives one.
+     */
+    static String hostName() {
+        try {
+            java.net.InetAddress local = java.net.InetAddress.getLocalHost();
+            return hostName(local.getHostName(), local.getCanonicalHostName());
+        } catch (java.net.UnknownHostException | SecurityException e) {
+            String fallback = NetUtils.getLocalHostname(); // the name from the exception or the interfaces
+            return fallback == null || fallback.isBlank() ? "-" : fallback;
+        }
+    }
+
+    /**
+     * Chooses between the machine's own name and the name a reverse look-up gave: the look-up's only when it is
+     * the same name, qualified ({@code vm} and {@code vm.example.net}); never a loopback name such as
+     * {@code localhost}, nor an address.
+     */
+    static String hostName(String own, String canonical) {
+        if (own == null || own.isBlank()) {
+            return canonical == null || canonical.isBlank() ? "-" : canonical;
+        }
+        if (canonical != null && canonical.regionMatches(true, 0, own, 0, own.length())
+                && canonical.length() > own.length() + 1 && canonical.charAt(own.length()) == '.') {
+            return canonical;
+        }
+        return own;
     }
 
     /** Returns the pattern with the given header fields. */

@@ -35,7 +35,7 @@ class LoggingTest {
         assertThat(f[0]).isEqualTo("<" + pri + ">1");
         assertThat(java.time.OffsetDateTime.parse(f[1])).isNotNull();
         assertThat(f[1]).matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}(Z|[+-]\\d\\d:\\d\\d)");
-        assertThat(f[2]).isEqualTo(org.apache.logging.log4j.core.util.NetUtils.getCanonicalLocalHostname());
+        assertThat(f[2]).isEqualTo(Rfc5424Pattern.hostName());
         assertThat(f[3]).isEqualTo(appName);
         assertThat(f[4]).isEqualTo(Long.toString(ProcessHandle.current().pid()));
         assertThat(f[5]).isEqualTo("-");
@@ -196,6 +196,7 @@ class LoggingTest {
             Logging.configure(LogTarget.parse("tcp://127.0.0.1:" + stuck.getLocalPort()), "levee-test", "INFO");
             try (java.net.Socket peer = stuck.accept()) { // accepted, never read
                 var log = LoggerFactory.getLogger("levee.limiter.decision");
+                long dropped0 = LogDrops.dropped();
                 String pad = "x".repeat(1000);
                 long t0 = System.nanoTime();
                 // ~100 MB at a peer that reads nothing: the socket buffers and the 16 384-slot ring
@@ -206,6 +207,9 @@ class LoggingTest {
                 long ms = (System.nanoTime() - t0) / 1_000_000;
                 System.out.printf("100 000 lines to a stuck TCP syslog target: %d ms in the caller%n", ms);
                 assertThat(ms).as("caller time for 100 000 lines at a stuck target").isLessThan(20_000);
+                // and counted: at most the ring and the socket buffers hold lines, every other one was dropped
+                assertThat(LogDrops.dropped() - dropped0).as("lines counted as dropped")
+                        .isGreaterThan(100_000 - Logging.QUEUE_SIZE - 20_000);
                 // and stopping does not wait for the stuck peer beyond its deadline
                 long t1 = System.nanoTime();
                 Logging.shutdown();
@@ -222,6 +226,55 @@ class LoggingTest {
                 t.join(15_000);
             }
         }
+    }
+
+    /**
+     * No line is lost without a trace: of lines logged faster than a file takes them, each is either in the file
+     * or counted in {@code levee_log_lines_dropped_total} (whether any is dropped depends on the machine).
+     */
+    @Test
+    void everyLineIsWrittenOrCountedAsDropped(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("levee.log");
+        Logging.configure(LogTarget.parse("file:" + file), "levee-limiter", "INFO");
+        var log = LoggerFactory.getLogger("levee.limiter.decision");
+        String pad = "y".repeat(200);
+        long dropped0 = LogDrops.dropped();
+        int lines = 200_000;
+        for (int i = 0; i < lines; i++) {
+            log.info("decision {} {}", i, pad);
+        }
+        long dropped = LogDrops.dropped() - dropped0;
+        Logging.shutdown(); // writes what is queued
+        long written;
+        try (var all = Files.lines(file)) {
+            written = all.filter(l -> l.contains(" decision ")).count();
+        }
+        System.out.printf("%d lines logged at once to a file: %d written, %d dropped%n", lines, written, dropped);
+        assertThat(written + dropped).isEqualTo(lines);
+    }
+
+    @Test
+    void droppedLinesAreCountedOnTheMetricsAndSaidInAWarn(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("levee.log");
+        Logging.configure(LogTarget.parse("file:" + file), "levee-limiter", "INFO");
+        var registry = Metrics.newRegistry();
+        LogDrops.report(); // what earlier tests dropped is reported before this one counts
+        long before = LogDrops.dropped();
+        var policy = new LogDrops(); // as Log4j calls it when the ring is full
+        for (int i = 0; i < 5; i++) {
+            assertThat(policy.getRoute(-1, org.apache.logging.log4j.Level.INFO))
+                    .isEqualTo(org.apache.logging.log4j.core.async.EventRoute.DISCARD);
+        }
+        assertThat(LogDrops.dropped() - before).isEqualTo(5);
+        assertThat(registry.scrape()).containsPattern("(?m)^levee_log_lines_dropped_total \\d");
+        assertThat(registry.get("levee_log_lines_dropped_total").functionCounter().count()).isEqualTo(LogDrops.dropped());
+        LogDrops.report(); // the reporter's thread calls it every 10 s
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5))
+                .until(() -> Files.exists(file) && Files.readString(file).contains("log lines dropped"));
+        String warn = Files.readAllLines(file).stream().filter(l -> l.contains("log lines dropped")).findFirst().orElseThrow();
+        assertThat(assertRfc5424(warn, 132, "levee-limiter")).startsWith("5 log lines dropped in the last 10 s")
+                .contains("levee_log_lines_dropped_total");
+        assertThat(LogDrops.report()).as("nothing new to report").isZero();
     }
 
     @Test

@@ -235,4 +235,28 @@ class Rfc5424PatternTest {
                 Arbitraries.longs().between(-120_000, 120_000)).as(Long::sum);
         return Arbitraries.oneOf(Arbitraries.longs().between(from, to), edges);
     }
+
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0} and {1}: {2}")
+    @org.junit.jupiter.params.provider.CsvSource(delimiter = '|', textBlock = """
+            vm     | localhost              | vm
+            vm     | localhost.localdomain  | vm
+            vm     | 127.0.0.1              | vm
+            vm     | vm.example.net         | vm.example.net
+            web-1  | WEB-1.corp.example     | WEB-1.corp.example
+            web-1  | web-10.example         | web-1
+            web-1  | web-1.                 | web-1
+            web-1  | other.example          | web-1
+            ''     | db.example             | db.example
+            ''     | ''                     | -
+            """)
+    void theHostNameIsTheMachinesOwnQualifiedWhenALookUpSaysSoNeverLocalhost(String own, String canonical, String chosen) {
+        // RFC 5424 §6.2.4: FQDN, else the host name; a reverse look-up of 127.0.0.1 named every Debian machine localhost
+        assertThat(Rfc5424Pattern.hostName(own, canonical)).isEqualTo(chosen);
+    }
+
+    @org.junit.jupiter.api.Test
+    void thisMachinesHostNameIsItsOwnName() throws Exception {
+        String own = java.net.InetAddress.getLocalHost().getHostName();
+        assertThat(Rfc5424Pattern.hostName()).startsWith(own);
+    }
 }
