@@ -54,21 +54,37 @@ public record LogTarget(String kind, String host, int port, Path file) {
         } catch (java.io.IOException | RuntimeException e) {
             fd2 = null; // not Linux, or no /proc: treated as redirected
         }
-        return resolveAuto(System.getenv("JOURNAL_STREAM"), fd2);
+        String devIno;
+        try { // what fd 2 is, in JOURNAL_STREAM's form (st_dev:st_ino, decimal)
+            Path p = Path.of("/proc/self/fd/2");
+            devIno = java.nio.file.Files.getAttribute(p, "unix:dev") + ":" + java.nio.file.Files.getAttribute(p, "unix:ino");
+        } catch (java.io.IOException | RuntimeException e) {
+            devIno = null; // unknown: JOURNAL_STREAM is taken at its word
+        }
+        return resolveAuto(System.getenv("JOURNAL_STREAM"), fd2, devIno);
+    }
+
+    /** {@link #resolveAuto(String, String, String)} when what standard error is is unknown. */
+    public static Resolution resolveAuto(String journalStream, String stderrPath) {
+        return resolveAuto(journalStream, stderrPath, null);
     }
 
     /**
      * Resolves {@code auto} (pure): {@code journal} when systemd connected standard error to the journal
-     * ({@code JOURNAL_STREAM} set, systemd.exec(5)); {@code console} when standard error is a terminal;
+     * ({@code JOURNAL_STREAM} set and, when known, naming standard error's device and inode, as systemd.exec(5)
+     * asks: a process started from a service with its standard error redirected inherits the variable but
+     * does not write to the journal); {@code console} when standard error is a terminal;
      * {@link #LOCAL_SYSLOG} when it is {@code /dev/null} (nothing would see the lines); else {@code stderr}
      * (RFC 5424 lines, into whatever file or pipe standard error was redirected to).
      *
      * @param journalStream the value of {@code JOURNAL_STREAM}, or null
      * @param stderrPath    where file descriptor 2 points ({@code /proc/self/fd/2}), or null when unknown
+     * @param stderrDevIno  standard error's {@code st_dev:st_ino} in decimal, or null when unknown
      * @return the target and why
      */
-    public static Resolution resolveAuto(String journalStream, String stderrPath) {
-        if (journalStream != null && !journalStream.isBlank()) {
+    public static Resolution resolveAuto(String journalStream, String stderrPath, String stderrDevIno) {
+        if (journalStream != null && !journalStream.isBlank()
+                && (stderrDevIno == null || journalStream.strip().equals(stderrDevIno))) {
             return new Resolution(new LogTarget("journal", null, 0, null), "running under systemd");
         }
         if (stderrPath != null && (stderrPath.startsWith("/dev/pts/") || stderrPath.startsWith("/dev/tty")

@@ -319,6 +319,10 @@ class LoggingTest {
     void autoTargetIsTheJournalUnderSystemdAPersonsLineOnATerminalAndSyslogOnlyWhenStderrIsDevNull() {
         assertThat(LogTarget.parse("auto")).isEqualTo(LogTarget.DEFAULT);
         assertThat(LogTarget.resolveAuto("8:12345", "/dev/pts/0").target().kind()).isEqualTo("journal");
+        assertThat(LogTarget.resolveAuto("8:12345", "socket:[12345]", "8:12345").target().kind()).isEqualTo("journal");
+        // inherited by a process whose standard error is somewhere else (systemd.exec(5): compare dev:ino)
+        assertThat(LogTarget.resolveAuto("8:12345", "/tmp/role.out", "2049:77").target().kind()).isEqualTo("stderr");
+        assertThat(LogTarget.resolveAuto("8:12345", "/dev/pts/1", "24:4").target().kind()).isEqualTo("console");
         assertThat(LogTarget.resolveAuto(null, "/dev/pts/3").target().kind()).isEqualTo("console");
         assertThat(LogTarget.resolveAuto(null, "/dev/tty1").target().kind()).isEqualTo("console");
         assertThat(LogTarget.resolveAuto(null, "/tmp/role.out").target().kind()).isEqualTo("stderr");
