@@ -103,8 +103,12 @@ final class NginxConfigCommand implements Callable<Integer> {
     @Option(names = "--http2", description = "ask for HTTP/2 on the S3 listener (refused: see docs/nginx.md)")
     boolean http2;
 
-    @Option(names = "--out", description = "write DIR/nginx.conf and DIR/lua/rate.lua instead of printing")
+    @Option(names = "--out", description = "write DIR/nginx.conf and DIR/lua/rate.lua instead of printing; an"
+            + " existing file that differs is kept unless --force")
     Path out;
+
+    @Option(names = "--force", description = "with --out: replace files that differ from what this writes")
+    boolean force;
 
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
@@ -174,12 +178,35 @@ final class NginxConfigCommand implements Callable<Integer> {
             throw new UsageException("--out writes a whole prefix directory: use it with --part full");
         }
         Path dir = out.toAbsolutePath();
+        java.util.Map<Path, String> files = new java.util.LinkedHashMap<>();
+        files.put(dir.resolve("nginx.conf"), text);
+        files.put(dir.resolve("lua/rate.lua"), NginxConfig.rateLua());
+        // an operator's edits are not lost to a second run: a file that differs is replaced only with --force
+        List<String> differ = new java.util.ArrayList<>();
+        for (var f : files.entrySet()) {
+            if (Files.isRegularFile(f.getKey())
+                    && !Files.readString(f.getKey(), StandardCharsets.UTF_8).equals(f.getValue())) {
+                differ.add(f.getKey().toString());
+            }
+        }
+        if (!differ.isEmpty() && !force) {
+            System.err.println("levee nginx-config: " + String.join(" and ", differ) + " already "
+                    + (differ.size() == 1 ? "exists and differs" : "exist and differ") + " from what this would write;"
+                    + " nothing written (compare: levee nginx-config --part full ... | diff - " + differ.get(0)
+                    + "; --force replaces)");
+            return 1;
+        }
         Files.createDirectories(dir.resolve("lua"));
         Files.createDirectories(dir.resolve("logs"));
         Files.createDirectories(dir.resolve("tmp"));
-        Files.writeString(dir.resolve("nginx.conf"), text, StandardCharsets.UTF_8);
-        Files.writeString(dir.resolve("lua/rate.lua"), NginxConfig.rateLua(), StandardCharsets.UTF_8);
-        System.out.println("wrote " + dir.resolve("nginx.conf") + " and " + dir.resolve("lua/rate.lua"));
+        for (var f : files.entrySet()) { // whole files: a reload never reads half of one
+            Path tmp = f.getKey().resolveSibling(f.getKey().getFileName() + ".levee-tmp");
+            Files.writeString(tmp, f.getValue(), StandardCharsets.UTF_8);
+            Files.move(tmp, f.getKey(), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        }
+        System.out.println("wrote " + dir.resolve("nginx.conf") + " and " + dir.resolve("lua/rate.lua")
+                + (differ.isEmpty() ? "" : " (replacing what differed: --force)"));
         System.out.println("run:  nginx -p " + dir + "/ -c " + dir.resolve("nginx.conf"));
         return 0;
     }

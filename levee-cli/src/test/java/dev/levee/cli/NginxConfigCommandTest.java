@@ -215,4 +215,29 @@ class NginxConfigCommandTest {
         assertThat(p.exitValue()).as(out).isZero();
         assertThat(out).contains("syntax is ok");
     }
+
+    @Test
+    void outKeepsFilesThatDifferUnlessForced() throws Exception {
+        Path conf = dir.resolve("nginx.conf");
+        assertThat(MainTest.run("nginx-config", "--out", dir.toString(), "--listen", "127.0.0.1:18999").status()).isZero();
+        String first = Files.readString(conf);
+        // the same command again: the same files, nothing to refuse
+        MainTest.Run same = MainTest.run("nginx-config", "--out", dir.toString(), "--listen", "127.0.0.1:18999");
+        assertThat(same.status()).as(same.err()).isZero();
+        // another listener, or an operator's edit: kept, and said so
+        Files.writeString(dir.resolve("lua/rate.lua"), "-- edited by hand\n", StandardCharsets.UTF_8);
+        MainTest.Run other = MainTest.run("nginx-config", "--out", dir.toString(), "--listen", "127.0.0.1:18998");
+        assertThat(other.status()).isEqualTo(1);
+        assertThat(other.err()).contains(conf.toString()).contains("rate.lua").contains("nothing written")
+                .contains("--force").doesNotContain("Exception");
+        assertThat(Files.readString(conf)).isEqualTo(first);
+        assertThat(Files.readString(dir.resolve("lua/rate.lua"))).isEqualTo("-- edited by hand\n");
+        MainTest.Run forced = MainTest.run("nginx-config", "--out", dir.toString(), "--listen", "127.0.0.1:18998", "--force");
+        assertThat(forced.status()).as(forced.err()).isZero();
+        assertThat(Files.readString(conf)).contains("127.0.0.1:18998");
+        assertThat(Files.readString(dir.resolve("lua/rate.lua"))).isEqualTo(NginxConfig.rateLua());
+        try (var left = Files.list(dir)) {
+            assertThat(left.map(p -> p.getFileName().toString())).noneMatch(n -> n.endsWith(".levee-tmp"));
+        }
+    }
 }
