@@ -48,8 +48,8 @@ final class EndpointWarmup {
     private static final long SAMPLE_MS = 250;
     /** Self-checks in flight on each listener. */
     private static final int CONCURRENCY = 16;
-    /** Longest wait for the first limiter list before warming anyway: 60 s. */
-    private static final long LIST_WAIT_NS = 60_000_000_000L;
+    /** How often the first limiter list is looked for: every {@value} ms. */
+    private static final long LIST_POLL_MS = 100;
 
     private static final String[] METHODS = {"GET", "PUT", "HEAD", "GET", "DELETE", "GET"};
 
@@ -90,11 +90,13 @@ final class EndpointWarmup {
         EndpointWarmup w = new EndpointWarmup(vertx, client, loopback(http), line == null ? null : loopback(line), bound);
         Promise<Integer> done = Promise.promise();
         long started = System.nanoTime();
-        w.awaitList(started, done);
+        w.awaitList(done);
         return done.future().map(n -> {
-            LOG.info("levee-client warmed up: {} self-checks in {} ms ({}; best rate {} checks/s)", n,
-                    (System.nanoTime() - started) / 1_000_000, w.plateau ? "the rate stopped rising" : "bound reached",
-                    (long) w.best);
+            long now = System.nanoTime();
+            LOG.info("levee-client warmed up: {} self-checks in {} ms ({}; best rate {} checks/s){}", n,
+                    (now - w.startedAt) / 1_000_000, w.plateau ? "the rate stopped rising" : "bound reached",
+                    (long) w.best, w.startedAt - started > 1_000_000_000L
+                            ? ", after " + (w.startedAt - started) / 1_000_000 + " ms waiting for the first limiter list" : "");
             return n;
         });
     }
@@ -104,11 +106,16 @@ final class EndpointWarmup {
         return h.equals("0.0.0.0") || h.equals("::") ? new HostPort("127.0.0.1", a.port()) : a;
     }
 
-    private void awaitList(long started, Promise<Integer> done) {
-        if (!client.view().limiters().isEmpty() || System.nanoTime() - started > LIST_WAIT_NS) {
+    /**
+     * Starts once the first limiter list is in, however long that takes: self-checks against no limiter would
+     * warm only the path that fails them, and spend the bound before the first limiter comes (a client started
+     * before its limiters, as at boot). Until then {@code /health} says no limiter is known.
+     */
+    private void awaitList(Promise<Integer> done) {
+        if (!client.view().limiters().isEmpty()) {
             start(done);
         } else {
-            vertx.setTimer(50, t -> awaitList(started, done));
+            vertx.setTimer(LIST_POLL_MS, t -> awaitList(done));
         }
     }
 

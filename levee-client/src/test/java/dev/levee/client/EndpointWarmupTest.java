@@ -29,6 +29,7 @@ import org.junit.jupiter.api.Test;
 class EndpointWarmupTest {
 
     Vertx vertx;
+    HttpServer limiterServer;
     LeveeClient client;
     MeterRegistry registry;
     HttpClient http;
@@ -59,6 +60,7 @@ class EndpointWarmupTest {
                         ? new JsonObject().put("decisions", out).encode() : out.getJsonObject(0).encode());
             });
         }).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+        limiterServer = limiter;
         HttpServer observer = StandIns.observer(vertx, limiter.actualPort());
         registry = Metrics.newRegistry();
         client = StandIns.client(vertx, observer, registry);
@@ -87,6 +89,10 @@ class EndpointWarmupTest {
             }
             return r.send();
         }).compose(r -> r.body().map(b -> new Answer(r.statusCode(), b.toString()))).await(10, TimeUnit.SECONDS);
+    }
+
+    int limiterPort() {
+        return limiterServer.actualPort();
     }
 
     int warmupChecks() {
@@ -133,5 +139,32 @@ class EndpointWarmupTest {
         await().atMost(Duration.ofSeconds(5)).until(() -> get(s.port(), "/health", null).status() == 200);
         await().pollDelay(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> true);
         assertThat(warmupChecks()).isZero();
+    }
+
+    @Test
+    void aClientStartedBeforeItsLimitersWarmsUpOnceTheyAreListedNotBefore() throws Exception {
+        // an observer that lists no limiter until told to, and a client that asks it every 100 ms
+        java.util.concurrent.atomic.AtomicReference<String> list = new java.util.concurrent.atomic.AtomicReference<>(
+                new JsonObject().put("revision", 1).put("factor", 1).put("limiters", new JsonArray()).encode());
+        HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
+                .putHeader("Content-Type", "application/json").end(list.get())).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+        LeveeClient early = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
+                Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(30), java.util.List.of()),
+                dev.levee.runtime.SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
+        ClientService s = ClientService.start(vertx, new HostPort("127.0.0.1", 0), null, early, Metrics.newRegistry(),
+                Duration.ofSeconds(20)).await(10, TimeUnit.SECONDS);
+        await().pollDelay(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(3)).until(() -> true);
+        assertThat(get(s.port(), "/health", null).status()).isEqualTo(503);
+        // the limiter is listed: the warm-up starts then, with its whole bound ahead of it
+        String limiterList = new JsonObject().put("revision", 2).put("factor", 1).put("limiters", new JsonArray()
+                .add(new JsonObject().put("id", "l1").put("address", "127.0.0.1:" + limiterPort()))).encode();
+        long listed = System.nanoTime();
+        list.set(limiterList);
+        await().atMost(Duration.ofSeconds(5)).until(() -> warmupChecks() > 100);
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
+                .until(() -> get(s.port(), "/health", null).status() == 200);
+        double seconds = (System.nanoTime() - listed) / 1e9;
+        System.out.printf("client started before its limiters: ready %.1f s after the first list%n", seconds);
+        assertThat(seconds).as("a warm-up of at least its minimum after the list").isGreaterThanOrEqualTo(EndpointWarmup.MIN_MS / 1000.0);
     }
 }
