@@ -107,8 +107,8 @@ final class BenchHttp implements Callable<Integer> {
         Vertx vertx = dev.levee.runtime.Http.vertx(1);
         HttpClientAgent http = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setTcpNoDelay(true),
                 new PoolOptions().setHttp1MaxSize(connections).setMaxWaitQueueSize(-1));
-        System.out.printf(Locale.ROOT, "levee bench http: %.0f requests/s offered to each of %d URLs, %s phases, %d"
-                + " connections, generator collector: %s%n", rate, urls.size(), duration, connections,
+        System.out.printf(Locale.ROOT, "levee bench http: %.0f requests/s offered to each of %d URLs, %d ms phases, %d"
+                + " connections, generator collector: %s%n", rate, urls.size(), duration.toMillis(), connections,
                 java.lang.management.ManagementFactory.getGarbageCollectorMXBeans().stream()
                         .map(java.lang.management.GarbageCollectorMXBean::getName).reduce((x, y) -> x + ", " + y)
                         .orElse("none"));

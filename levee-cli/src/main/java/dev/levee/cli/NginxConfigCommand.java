@@ -161,7 +161,12 @@ final class NginxConfigCommand implements Callable<Integer> {
         } else if (part == Part.site) {
             b.accessLog("/var/log/nginx/levee-s3.access.log");
         }
-        NginxConfig cfg = b.build();
+        NginxConfig cfg;
+        try {
+            cfg = b.build();
+        } catch (IllegalArgumentException e) { // every message names an option's value: a usage error
+            throw new UsageException(e.getMessage());
+        }
         String text = part == Part.lua ? NginxConfig.rateLua() : cfg.render(switch (part) {
             case http -> NginxConfig.Part.HTTP;
             case check -> NginxConfig.Part.CHECK;

@@ -347,6 +347,8 @@ class MainTest {
             quota calc --rps 0 --factor 1                              | --rps
             top --rows 0                                               | --rows
             nginx-config --part site --out /tmp/levee-nginx-x          | --out
+            nginx-config --http2                                       | HTTP/2
+            nginx-config --timeout 2m                                  | timeout
             bandwidth set --etcd http://127.0.0.1:1                    | nothing to set
             bandwidth set --etcd http://127.0.0.1:1 --download lots    | --download
             bandwidth set --etcd http://127.0.0.1:1 --principal a:sideways=1MiB/s | direction

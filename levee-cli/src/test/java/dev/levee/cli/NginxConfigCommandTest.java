@@ -146,7 +146,7 @@ class NginxConfigCommandTest {
     @Test
     void http2IsRefusedWithTheCosocketTransportForItsOwnReason() {
         MainTest.Run r = MainTest.run("nginx-config", "--http2", "--transport", "cosocket");
-        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.status()).as("a usage error").isEqualTo(2);
         assertThat(r.err()).contains("h2c").contains("TLS listener").doesNotContain("subrequests from HTTP/2");
     }
 
@@ -176,7 +176,7 @@ class NginxConfigCommandTest {
     @Test
     void http2IsRefusedWithTheReason() {
         MainTest.Run r = MainTest.run("nginx-config", "--http2");
-        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.status()).as("a usage error").isEqualTo(2);
         assertThat(r.out()).isEmpty();
         assertThat(r.err()).contains("HTTP/2 on the S3 listener is not supported").contains("subrequests")
                 .doesNotContain("Exception");
