@@ -165,6 +165,17 @@ class DemoIT {
                         .until(() -> (body[0] = c.getObjectAsBytes(b -> b.bucket(bucket).key(key)).asUtf8String()) != null);
                 assertThat(body[0]).as("the printed object through the printed S3 endpoint").startsWith("levee demo object");
             }
+            // the printed refusal example, as a user pastes it: some requests pass, some get 503 SlowDown
+            Matcher flood = java.util.regex.Pattern.compile("(?m)^ +(seq 40 \\| xargs .*\\| sort \\| uniq -c)").matcher(out);
+            assertThat(flood.find()).as("a refusal example in\n%s", out).isTrue();
+            if (new java.io.File("/usr/bin/curl").canExecute()) {
+                Process p = new ProcessBuilder("bash", "-c", flood.group(1)).redirectErrorStream(true).start();
+                assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("the example ends").isTrue();
+                String counts = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                System.out.println("DemoIT: the printed refusal example gave\n" + counts);
+                assertThat(counts).as("the printed refusal example").containsPattern("(?m)^ *\\d+ 200$")
+                        .containsPattern("(?m)^ *\\d+ 503$");
+            }
             Matcher q = QUOTA_GET.matcher(out);
             assertThat(q.find()).isTrue();
             try (RoleProcess quota = RoleProcess.start(DIR, "keep-running-quota-get", List.of(q.group(1).split(" ")))) {
