@@ -134,7 +134,7 @@ final class ClientCommand implements Callable<Integer> {
         ClientService.Line line = lineListen == null ? null : new ClientService.Line(lineListen, lineIdleTimeout);
         ClientService s = Daemon.await(ClientService.start(vertx, listen, line, c, registry, warmup),
                 "client could not start on " + listen + (line == null ? "" : " and --line-listen " + lineListen));
-        System.err.println("levee client listening on " + listen.host() + ":" + s.port()
+        common.announce("levee client listening on " + listen.host() + ":" + s.port()
                 + (line == null ? "" : ", line protocol on " + new HostPort(lineListen.host(), s.linePort())));
         return Daemon.runUntilStopped(vertx, "client", shutdownTimeout.plusSeconds(5),
                 () -> s.stop(shutdownTimeout).eventually(c::stop));

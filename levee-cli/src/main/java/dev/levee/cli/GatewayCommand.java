@@ -276,7 +276,7 @@ final class GatewayCommand implements Callable<Integer> {
                 registry), "client") : null;
         GatewayService g = Daemon.await(GatewayService.start(vertx, options, client, registry),
                 "gateway could not start on " + listen);
-        System.err.println("levee gateway listening on " + listen.host() + ":" + g.port() + " -> " + backend
+        common.announce("levee gateway listening on " + listen.host() + ":" + g.port() + " -> " + backend
                 + (options.governance().enabled() ? " (bandwidth governance on)" : ""));
         // the hook waits for the drain (at most the deadline) and a margin for closing the rest
         return Daemon.runUntilStopped(vertx, "gateway", shutdownDeadline.plusSeconds(5), () -> g.stop(shutdownDeadline)

@@ -134,7 +134,7 @@ final class LimiterCommand implements Callable<Integer> {
                 "limiter could not start on " + listen);
         EtcdRegistration reg = client == null ? null
                 : EtcdRegistration.start(client, etcd.prefix, id, s.address().toString(), Math.max(1, leaseTtl.toSeconds()));
-        System.err.println("levee limiter " + id + " listening on " + s.address()
+        common.announce("levee limiter " + id + " listening on " + s.address()
                 + (client != null ? " (quotas and membership in etcd " + etcd.endpoints + ")" : ""));
         // leave first (revoke the lease; stop() stops heartbeats), then drain, then close
         return Daemon.runUntilStopped(vertx, "limiter", drainGrace.plus(shutdownTimeout).plusSeconds(5), () -> {

@@ -71,7 +71,7 @@ final class ObserverCommand implements Callable<Integer> {
             Vertx vertx = dev.levee.runtime.Http.vertx();
             ObserverService s = Daemon.await(ObserverService.start(vertx, listen, membership, source::ready,
                     Metrics.newRegistry(), statsTimeout, page()), "observer could not start on " + listen);
-            System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)"
+            common.announce("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)"
                     + page(s));
             return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5),
                     () -> s.stop(shutdownTimeout).eventually(() -> {
@@ -88,7 +88,7 @@ final class ObserverCommand implements Callable<Integer> {
         MeterRegistry registry = Metrics.newRegistry();
         ObserverService s = Daemon.await(ObserverService.start(vertx, options, SystemTicker.INSTANCE, registry, statsTimeout,
                 page()), "observer could not start on " + listen);
-        System.err.println("levee observer listening on " + listen.host() + ":" + s.port() + " (factor " + df + ")"
+        common.announce("levee observer listening on " + listen.host() + ":" + s.port() + " (factor " + df + ")"
                 + page(s));
         return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5), () -> s.stop(shutdownTimeout));
     }

@@ -38,7 +38,7 @@ final class S3BackendCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         common.apply("levee-s3-backend");
         EmbeddedS3 s3 = EmbeddedS3.start(listen.host(), listen.port(), accessKey, secretKey, Map.of());
-        System.err.println("levee s3-backend listening on http://" + listen.host() + ":" + s3.port()
+        common.announce("levee s3-backend listening on http://" + listen.host() + ":" + s3.port()
                 + " (S3Proxy, in memory; access key " + accessKey + "); try: AWS_ACCESS_KEY_ID=" + accessKey
                 + " AWS_SECRET_ACCESS_KEY=" + secretKey + " aws --endpoint-url http://" + listen.host() + ":" + s3.port()
                 + " s3 mb s3://demo");

@@ -57,6 +57,9 @@ class FailOpenIT {
                     ? "levee-observer: log to the systemd journal" // this test itself runs under systemd
                     : "levee-observer: log to RFC 5424 lines on standard error at INFO"
                             + " (standard error is redirected; --log-target to change)");
+            // and in that one form, the start lines too: a program reading standard error meets no plain line
+            assertThat(p.output().lines()).as(p.output()).isNotEmpty().allMatch(l -> System.getenv("JOURNAL_STREAM") != null
+                    ? l.matches("^<[0-7]>\\S+: .*") : l.matches("^<\\d{1,3}>1 \\S+ \\S+ levee-observer \\d+ - - .*"));
         }
     }
 

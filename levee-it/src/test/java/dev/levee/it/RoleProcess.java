@@ -56,14 +56,19 @@ final class RoleProcess implements AutoCloseable {
         }
     }
 
-    /** The JVM options {@code ./levee} gives this role (scripts/jvm-options.sh), so tests run roles as shipped. */
+    /**
+     * The JVM options {@code ./levee} gives this role (scripts/jvm-options.sh, and scripts/jvm-access.sh's
+     * native-access options, without which the JVM warns on standard error), so tests run roles as shipped.
+     */
     static List<String> launcherJvmOptions(List<String> args) {
         Path script = Path.of("..", "scripts", "jvm-options.sh").toAbsolutePath().normalize();
-        if (!Files.isRegularFile(script)) {
+        Path access = script.resolveSibling("jvm-access.sh");
+        if (!Files.isRegularFile(script) || !Files.isRegularFile(access)) {
             return List.of("-Xmx256m");
         }
-        List<String> cmd = new ArrayList<>(List.of("bash", "-c", ". \"$0\" && levee_jvm_options \"$@\"",
-                script.toString()));
+        List<String> cmd = new ArrayList<>(List.of("bash", "-c", ". \"$0\" && . \"$1\" && java_home=\"$2\" && shift 3"
+                + " && o=\"$(levee_jvm_options \"$@\")\" && a=\"$(levee_jvm_access_options \"$java_home\")\" && echo \"$o $a\"",
+                script.toString(), access.toString(), System.getProperty("java.home"), "--"));
         cmd.addAll(args);
         try {
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

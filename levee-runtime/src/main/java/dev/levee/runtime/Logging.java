@@ -25,6 +25,9 @@ import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
  */
 public final class Logging {
 
+    /** The logger of a role's start lines (where it logs, where it listens): at INFO whatever the root level, but OFF. */
+    public static final String START_LOGGER = "levee.start";
+
     /** Events the async ring holds before it drops: 16 384 (set in log4j2.component.properties). */
     public static final int QUEUE_SIZE = 16_384;
 
@@ -114,6 +117,9 @@ public final class Logging {
         b.add(out);
         // every logger is asynchronous by the context selector (log4j2.component.properties): plain loggers here
         b.add(b.newRootLogger(Level.toLevel(level, Level.INFO)).add(b.newAppenderRef("out")));
+        // start lines are said at any level but OFF
+        Level root = Level.toLevel(level, Level.INFO);
+        b.add(b.newLogger(START_LOGGER, root == Level.OFF ? Level.OFF : Level.INFO).addAttribute("additivity", true));
         // chatty third-party loggers stay at WARN
         for (String noisy : new String[] {"org.eclipse.jetty", "org.jclouds", "org.gaul", "io.netty", "io.vertx",
                 "software.amazon", "org.apache.http", "io.grpc", "io.etcd"}) {

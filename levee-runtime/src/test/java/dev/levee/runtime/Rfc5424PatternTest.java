@@ -59,9 +59,15 @@ class Rfc5424PatternTest {
                 .setAppName(appName).build();
     }
 
-    /** The new layout, with the attributes Logging gives it. */
+    /**
+     * The new layout, with the attributes Logging gives it, and the HOSTNAME the old layout wrote (a reverse look-up
+     * of the local address, which it takes itself): the layouts are compared byte for byte, the host name's choice
+     * apart ({@link #theHostNameIsTheMachinesOwnQualifiedWhenALookUpSaysSoNeverLocalhost}).
+     */
     static PatternLayout newLayout(String appName, boolean newLine) {
-        return PatternLayout.newBuilder().withConfiguration(CONFIG).withPattern(Rfc5424Pattern.pattern(appName, newLine))
+        String pattern = Rfc5424Pattern.pattern(org.apache.logging.log4j.core.util.NetUtils.getCanonicalLocalHostname(),
+                appName, org.apache.logging.log4j.util.ProcessIdUtil.getProcessId(), newLine);
+        return PatternLayout.newBuilder().withConfiguration(CONFIG).withPattern(pattern)
                 .withAlwaysWriteExceptions(false).withCharset(StandardCharsets.UTF_8).build();
     }
 
