@@ -1206,7 +1206,7 @@ public final class GatewayService implements AutoCloseable {
                 .putHeader("x-amz-request-id", rid);
         endUnread(req, req.method() == HttpMethod.HEAD ? null
                 : SlowDown.xml("SlowDown", "Please reduce your request rate.", req.path(), rid));
-        LOG.debug("refused {} {} ({})", req.method(), LogText.escape(req.uri()), why);
+        LOG.debug("refused {} {} ({})", req.method(), LogText.escape(req.path()), why);
     }
 
     private void signatureRefused(HttpServerRequest req, SigV4Verifier.Verdict v) {
@@ -1226,7 +1226,7 @@ public final class GatewayService implements AutoCloseable {
         endUnread(req, req.method() == HttpMethod.HEAD ? null
                 : SlowDown.xml("AccessDenied", "Unknown or missing access key: this gateway refuses anonymous requests.",
                         req.path(), rid));
-        LOG.debug("refused {} {} (unknown principal)", req.method(), LogText.escape(req.uri()));
+        LOG.debug("refused {} {} (unknown principal)", req.method(), LogText.escape(req.path()));
     }
 
     /**
@@ -1248,7 +1248,7 @@ public final class GatewayService implements AutoCloseable {
 
     private void badGateway(HttpServerRequest req, Throwable e) {
         count("backend_error");
-        LOG.warn("backend {} failed for {} {}: {}", options.backend(), req.method(), LogText.escape(req.uri()),
+        LOG.warn("backend {} failed for {} {}: {}", options.backend(), req.method(), LogText.escape(req.path()),
                 e.toString());
         HttpServerResponse resp = req.response();
         if (!canAnswer(req)) {

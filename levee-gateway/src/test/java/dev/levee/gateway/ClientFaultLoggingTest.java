@@ -133,4 +133,27 @@ class ClientFaultLoggingTest {
         System.out.printf("log lines: %d, ERROR or stack trace: %d%n", lines.size(), bad.size());
         assertThat(bad).as("no ERROR line and no stack trace in the log").isEmpty();
     }
+
+    /** A presigned URL is a credential until it expires: a failed backend is logged with the path, not the query. */
+    @Test
+    void aFailedBackendIsLoggedWithThePathNotThePresignedQuery() throws Exception {
+        Path log = dir.resolve("gateway.log");
+        Logging.configure(new LogTarget("file", null, 0, log), "levee-gateway", "DEBUG");
+        int dead;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            dead = s.getLocalPort(); // closed below: nothing listens there
+        }
+        int deadPort = dead;
+        rig = TestGateway.start(o -> new GatewayService.Options(o.listen(), o.admin(),
+                new dev.levee.runtime.HostPort("127.0.0.1", deadPort), o.enforce(), o.onFailure(), o.backendTimeout(),
+                o.maxConnections(), o.governance(), o.healthToken(), o.clientDeadlines(), o.continueTimeout(),
+                o.rateLimitOnAccept()));
+        String answer = send(ascii("GET /demo/obj8m?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=levee-demo%2F20261202"
+                + "&X-Amz-Signature=bd704bc1secret HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), false);
+        assertThat(answer).startsWith("HTTP/1.1 502");
+        await().atMost(Duration.ofSeconds(10)).until(() -> Files.exists(log) && Files.readString(log).contains("failed for"));
+        String text = Files.readString(log);
+        assertThat(text).contains("failed for GET /demo/obj8m").doesNotContain("X-Amz-Signature").doesNotContain("bd704bc1")
+                .doesNotContain("X-Amz-Credential");
+    }
 }
