@@ -221,11 +221,16 @@ final class GatewayCommand implements Callable<Integer> {
             description = "slot of the governors' timer: 1us to 100ms (default: ${DEFAULT-VALUE})")
     Duration timerResolution;
 
-    @Option(names = "--etcd", paramLabel = "ENDPOINTS",
+    @Option(names = "--etcd", paramLabel = "ENDPOINTS", defaultValue = "${env:LEVEE_ETCD_ENDPOINTS}",
             description = "etcd endpoints, comma-separated: share the site-wide bandwidth budgets in"
                     + " <prefix>/bandwidth/budget with the other gateways through finite leases (docs/site-bandwidth.md);"
-                    + " without it this gateway shapes with its own ceilings only")
+                    + " without it this gateway shapes with its own ceilings only (default: $LEVEE_ETCD_ENDPOINTS, as"
+                    + " every role; used with --principals)")
     String etcdEndpoints;
+
+    /** Options of the site leases, which need etcd. */
+    private static final List<String> SITE_OPTIONS = List.of("--gateway-id", "--lease-ttl", "--renew-interval",
+            "--lease-drift", "--lease-margin", "--etcd-prefix");
 
     @Option(names = "--etcd-prefix", defaultValue = "/levee", description = "key prefix in etcd (default: ${DEFAULT-VALUE})")
     String etcdPrefix;
@@ -336,6 +341,12 @@ final class GatewayCommand implements Callable<Integer> {
     /** The site-lease settings from --etcd and the lease flags, or null without --etcd. */
     private SiteSettings site() {
         if (etcdEndpoints == null || etcdEndpoints.isBlank()) {
+            for (String name : SITE_OPTIONS) { // given for a site this gateway would not join
+                if (spec != null && spec.commandLine().getParseResult().hasMatchedOption(name)) {
+                    throw new CommandLine.ParameterException(spec.commandLine(), name + " sets the site leases, which"
+                            + " need etcd: give --etcd ENDPOINTS (or set LEVEE_ETCD_ENDPOINTS)");
+                }
+            }
             return null;
         }
         String id = gatewayId != null ? gatewayId : listen.host() + ":" + listen.port();

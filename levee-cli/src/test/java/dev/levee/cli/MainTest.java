@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The command line refuses bad input with one clear line and a non-zero status, never a stack trace. */
 class MainTest {
@@ -233,6 +234,21 @@ class MainTest {
         Run r = run(args.toArray(String[]::new));
         assertThat(r.status()).isNotZero();
         assertThat(r.err()).contains(named).doesNotContain("\tat ");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"--lease-ttl 10s", "--gateway-id gw-1", "--renew-interval 2s", "--lease-margin 50ms"})
+    void gatewaySiteLeaseFlagsWithoutEtcdAreRefusedNotIgnored(String flags) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getenv("LEVEE_ETCD_ENDPOINTS") == null,
+                "LEVEE_ETCD_ENDPOINTS is set: --etcd has a default here");
+        Path p = write("principals.yaml", "accounts: {}\n");
+        List<String> args = new java.util.ArrayList<>(List.of("gateway", "--backend", "127.0.0.1:9", "--no-enforce",
+                "--principals", p.toString()));
+        args.addAll(List.of(flags.split(" ")));
+        Run r = run(args.toArray(String[]::new));
+        assertThat(r.status()).as(r.err()).isEqualTo(2);
+        assertThat(r.err()).contains(flags.split(" ")[0]).contains("need etcd").contains("LEVEE_ETCD_ENDPOINTS")
+                .doesNotContain("\tat ");
     }
 
     @Test
