@@ -343,6 +343,10 @@ public final class GatewayService implements AutoCloseable {
                     if (options.healthToken() == null) {
                         LOG.warn("no health token configured: GET /health/ready answers 401 to every request");
                     }
+                    if (g.governance != null && g.governance.site() != null) {
+                        g.siteWatchSince = SystemTicker.INSTANCE.read();
+                        g.siteWatch = vertx.setPeriodic(SITE_WATCH_MS, t -> g.watchSite());
+                    }
                     return g;
                 })
                 .onFailure(e -> {
@@ -715,6 +719,73 @@ public final class GatewayService implements AutoCloseable {
     }
 
     /** Whether a transfer of {@code op} would be refused now because its direction's site shares expired. */
+    /** How often the site's state is looked at for the WARN of failing closed: 500 ms. */
+    private static final long SITE_WATCH_MS = 500;
+    /** Failing closed on the site's shares, said at once, again every 10 s while it lasts, and when it ends. */
+    private final dev.levee.runtime.LoudCondition siteClosed =
+            new dev.levee.runtime.LoudCondition(dev.levee.runtime.LoudCondition.DEFAULT_INTERVAL);
+    private long siteWatch = -1;
+    /** When the watch began, ticker ns: before a first budget is read, failing closed is said after 5 s only. */
+    private long siteWatchSince;
+
+    /**
+     * Says failing closed on the site's shares as it begins, every 10 s while it lasts and once when it ends
+     * (SPEC.md §11: a degraded state is loud), like failing open: every governed request of the direction is then
+     * refused with 503 SlowDown and open transfers stall (docs/site-bandwidth.md, "Fail closed"). Before, the first
+     * line came from the lease keeper only once etcd answered again, and a gateway that started without etcd said
+     * nothing at all.
+     */
+    private void watchSite() {
+        var status = governance.site().keeper().status();
+        java.util.List<String> closedDirections = new java.util.ArrayList<>();
+        for (Direction d : Direction.values()) {
+            if (status.failingClosed(d)) {
+                closedDirections.add(d.name().toLowerCase(java.util.Locale.ROOT));
+            }
+        }
+        String reason = closedDirections.isEmpty() ? null : String.join(" and ", closedDirections)
+                + (!status.budgetKnown() ? " (no site budget read from etcd yet)"
+                : !status.leaseHeld() ? " (no site lease held)" : " (the site shares expired: etcd not answering)");
+        long now = SystemTicker.INSTANCE.read();
+        if (!status.budgetKnown() && now - siteWatchSince < 5_000_000_000L) {
+            return; // etcd is being asked for the first time: not yet a condition worth a WARN
+        }
+        var r = siteClosed.update(now, reason);
+        switch (r.kind()) {
+            case BEGAN -> LOG.warn("failing closed on the site bandwidth budget: {}; governed requests get 503 SlowDown"
+                    + " and open transfers stall until the shares are renewed", r.reason());
+            case LASTS -> LOG.warn("still failing closed on the site bandwidth budget after {} s: {}", r.seconds(),
+                    r.reason());
+            case ENDED -> LOG.info("site bandwidth shares held again after {} s failing closed", r.seconds());
+            default -> {
+            }
+        }
+    }
+
+    /** How often a request waiting for its first permits looks whether the site's shares expired: 250 ms. */
+    private static final long PREPAY_WATCH_MS = 250;
+
+    /**
+     * While {@code pipe}'s prepay waits for its first permits, watches the site's shares: once they expire (failing
+     * closed), the request is refused with {@code 503 SlowDown} as a new one would be, instead of waiting, without a
+     * status line, until etcd answers again (found by breaking it: 25 s for the length of an outage). Nothing
+     * without site leases, or when the permits came at once.
+     */
+    private void refusePrepayWhenFailingClosed(Exchange ex, GovernedPipe pipe) {
+        if (governance == null || governance.site() == null || !pipe.prepaying()) {
+            return;
+        }
+        vertx.setPeriodic(PREPAY_WATCH_MS, id -> {
+            if (!pipe.prepaying() || ex.finished) {
+                vertx.cancelTimer(id);
+            } else if (failingClosed(ex.operation)) {
+                vertx.cancelTimer(id);
+                pipe.refusePrepay(new IllegalStateException("site bandwidth shares expired while waiting for the first"
+                        + " permits (failing closed, SPEC.md §10)"));
+            }
+        });
+    }
+
     private boolean failingClosed(S3Operation op) {
         return (TransferPolicy.chargesDownload(op) && governance.failingClosed(Direction.DOWNLOAD))
                 || (TransferPolicy.chargesUpload(op) && governance.failingClosed(Direction.UPLOAD));
@@ -743,6 +814,7 @@ public final class GatewayService implements AutoCloseable {
                     openBackend(ex);
                 }
             });
+            refusePrepayWhenFailingClosed(ex, ex.upload);
             return;
         }
         openBackend(ex);
@@ -1061,6 +1133,7 @@ public final class GatewayService implements AutoCloseable {
             return;
         }
         GovernedPipe pipe = ex.download;
+        vertx.runOnContext(v -> refusePrepayWhenFailingClosed(ex, pipe)); // once prepay below is waiting
         pipe.prepay(length > 0 ? Math.min(length, pipe.quantum()) : pipe.quantum(), e -> {
             if (e != null) {
                 in.request().reset();
@@ -1299,6 +1372,9 @@ public final class GatewayService implements AutoCloseable {
             return stopped;
         }
         closing = true;
+        if (siteWatch >= 0) {
+            vertx.cancelTimer(siteWatch);
+        }
         if (governance != null) {
             governance.closeAdmission();
         }

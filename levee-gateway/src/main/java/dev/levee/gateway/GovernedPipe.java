@@ -59,6 +59,8 @@ final class GovernedPipe {
     private Runnable onAbort;
 
     private long credit;
+    /** The handler of a prepay that waits for its permits, or null. */
+    private Handler<Throwable> prepayThen;
     private Buffer held;
     private boolean waitingPermit;
     private boolean waitingDrain;
@@ -111,7 +113,9 @@ final class GovernedPipe {
                 return;
             }
         }
+        prepayThen = then;
         acquireAsync(bytes, e -> {
+            prepayThen = null;
             if (e != null) {
                 done = true;
                 closeStream();
@@ -121,6 +125,28 @@ final class GovernedPipe {
                 then.handle(null);
             }
         });
+    }
+
+    /** Whether a {@link #prepay} waits for its permits (nothing of the transfer has started). */
+    boolean prepaying() {
+        return prepayThen != null && !done;
+    }
+
+    /**
+     * Ends a {@link #prepay} that waits for its permits as a refusal: its handler gets {@code why} (so the request
+     * is answered {@code 503 SlowDown}, as one refused at once), and the request for permits is cancelled. Does
+     * nothing when no prepay waits. Used when the site's shares expire while a request waits for its first permits
+     * (docs/site-bandwidth.md, "Fail closed"): nothing has reached the client yet, and new requests are refused.
+     */
+    void refusePrepay(Throwable why) {
+        if (!prepaying()) {
+            return;
+        }
+        Handler<Throwable> then = prepayThen;
+        prepayThen = null;
+        done = true;
+        closeStream(); // cancels the outstanding request for permits
+        then.handle(why);
     }
 
     /**

@@ -269,6 +269,10 @@ class SiteBandwidthIT {
                 .until(() -> site.gateway(2).ready().at("/governance/site/directions/download/failingClosed").asBoolean());
         long closed = System.nanoTime();
         long egressAtClose = site.gateway(2).egressBytes();
+        // and says so at once (SPEC.md §11: a degraded state is loud), not only once etcd answers again
+        await("g2 warns that it fails closed").atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(100))
+                .until(() -> java.nio.file.Files.readString(DIR.resolve("g2.log"))
+                        .contains("failing closed on the site bandwidth budget: download"));
         // etcd expires its lease (its key disappears) only after that
         await("g2's key expires in etcd").atMost(TTL.plusSeconds(5)).pollInterval(Duration.ofMillis(20))
                 .until(() -> view().entries().stream().noneMatch(e -> e.gatewayId().equals("g2")));
