@@ -57,6 +57,18 @@ final class BandwidthCommand {
 
     /** Validates {@code budget} for the live gateways and writes it; returns the exit code. */
     static int write(Client c, String prefix, SiteBudget budget, String where) throws Exception {
+        write(c, prefix, budget, where, -1);
+        return 0;
+    }
+
+    /**
+     * Writes {@code budget}, when {@code expectedModRevision} ≥ 0 only if the budget key was not changed since that
+     * revision (0: it did not exist): a compare-and-swap in one etcd transaction.
+     *
+     * @return whether it was written (false: another writer changed the key first)
+     */
+    static boolean write(Client c, String prefix, SiteBudget budget, String where, long expectedModRevision)
+            throws Exception {
         ShareStore.View v = view(c, prefix);
         java.util.Set<String> ids = new HashSet<>();
         v.entries().forEach(e -> ids.add(e.gatewayId()));
@@ -66,18 +78,19 @@ final class BandwidthCommand {
         }
         String key = budgetKey(prefix);
         // the guard moves with the budget: a raise computed under the old budget then conflicts
-        c.getKVClient().txn().Then(io.etcd.jetcd.op.Op.put(bytes(key), bytes(budget.toYaml()), io.etcd.jetcd.options.PutOption.DEFAULT),
+        io.etcd.jetcd.kv.TxnResponse done = (expectedModRevision < 0 ? c.getKVClient().txn()
+                : c.getKVClient().txn().If(new io.etcd.jetcd.op.Cmp(bytes(key), io.etcd.jetcd.op.Cmp.Op.EQUAL,
+                        io.etcd.jetcd.op.CmpTarget.modRevision(expectedModRevision))))
+                .Then(io.etcd.jetcd.op.Op.put(bytes(key), bytes(budget.toYaml()), io.etcd.jetcd.options.PutOption.DEFAULT),
                         io.etcd.jetcd.op.Op.put(bytes(guardKey(prefix)), bytes("budget"), io.etcd.jetcd.options.PutOption.DEFAULT))
                 .commit().get(TIMEOUT_S, TimeUnit.SECONDS);
+        if (!done.isSucceeded()) {
+            return false;
+        }
         System.out.println("wrote " + key + ": download " + ByteUnits.formatRate(budget.download()) + ", upload "
                 + ByteUnits.formatRate(budget.upload()) + (budget.principals().isEmpty() ? ""
                 : ", " + budget.principals().size() + " principal override(s)"));
-        return 0;
-    }
-
-    static SiteBudget current(Client c, String prefix) throws Exception {
-        ShareStore.View v = view(c, prefix);
-        return v.budgetText() == null ? SiteBudget.NONE : SiteBudget.parse("etcd key " + budgetKey(prefix), v.budgetText());
+        return true;
     }
 
     private static ByteSequence bytes(String s) {
@@ -161,16 +174,43 @@ final class BandwidthCommand {
             }
         }
 
+        /** Most attempts when other writers keep changing the budget between the read and the write: 10. */
+        static final int ATTEMPTS = 10;
+
+        /**
+         * Reads the budget, changes the fields given and writes it back only if nobody changed it meanwhile (etcd's
+         * mod revision compared in the write's transaction), reading again otherwise: two {@code bandwidth set} at once
+         * both take effect (until 12-02 the later write silently undid the earlier one's fields; found by breaking it).
+         */
         @Override
         int run(Client c, String prefix) throws Exception {
-            SiteBudget b;
-            try {
-                b = current(c, prefix);
-            } catch (SiteBudget.InvalidBudgetException e) {
-                System.err.println("the stored budget is invalid (gateways keep their last good one); fields not given"
-                        + " now are set to 0:\n" + e.getMessage());
-                b = SiteBudget.NONE;
+            String key = budgetKey(prefix);
+            boolean warned = false;
+            for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
+                var got = c.getKVClient().get(bytes(key)).get(TIMEOUT_S, TimeUnit.SECONDS);
+                long modRevision = got.getKvs().isEmpty() ? 0 : got.getKvs().get(0).getModRevision();
+                String text = got.getKvs().isEmpty() ? null : got.getKvs().get(0).getValue().toString(StandardCharsets.UTF_8);
+                SiteBudget b;
+                try {
+                    b = text == null ? SiteBudget.NONE : SiteBudget.parse("etcd key " + key, text);
+                } catch (SiteBudget.InvalidBudgetException e) {
+                    if (!warned) {
+                        System.err.println("the stored budget is invalid (gateways keep their last good one); fields"
+                                + " not given now are set to 0:\n" + e.getMessage());
+                        warned = true;
+                    }
+                    b = SiteBudget.NONE;
+                }
+                if (write(c, prefix, next(b), "the new budget", modRevision)) {
+                    return 0;
+                }
             }
+            throw new IllegalStateException("the budget at " + key + " changed under each of " + ATTEMPTS + " attempts"
+                    + " (other writers at work): nothing written; run the command again");
+        }
+
+        /** The budget {@code b} with the fields of this command line. */
+        private SiteBudget next(SiteBudget b) throws Exception {
             Map<String, SiteBudget.Ceilings> ps = new TreeMap<>(b.principals());
             for (PrincipalCeiling o : parsed) {
                 SiteBudget.Ceilings was = ps.getOrDefault(o.id(), new SiteBudget.Ceilings(null, null));
@@ -203,8 +243,7 @@ final class BandwidthCommand {
             });
             doc.put("principals", po);
             String json = new com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(doc);
-            SiteBudget next = SiteBudget.parse("the new budget", json);
-            return write(c, prefix, next, "the new budget");
+            return SiteBudget.parse("the new budget", json);
         }
 
         private static long rate(String what, String text) {
