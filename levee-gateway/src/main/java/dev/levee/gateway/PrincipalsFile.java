@@ -17,6 +17,8 @@ final class PrincipalsFile {
 
     private static final ObjectMapper YAML = YAMLMapper.builder()
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            // a second YAML document is refused: its accounts were dropped, their keys silently anonymous
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
             .build();
     private static final Set<String> ACCOUNT_FIELDS = Set.of("keys", "upload_rate", "download_rate");
     private static final Set<String> KEY_FIELDS = Set.of("id", "secret");
@@ -31,6 +33,9 @@ final class PrincipalsFile {
         } catch (JacksonException e) {
             String where = e.getLocation() == null ? "" : ":" + e.getLocation().getLineNr() + ":" + e.getLocation().getColumnNr();
             String msg = e.getOriginalMessage() == null ? "malformed YAML" : e.getOriginalMessage().lines().findFirst().orElse("");
+            if (msg.startsWith("Trailing token")) {
+                msg = "a second document follows the first (the accounts are one document)";
+            }
             throw new IllegalArgumentException(source + where + ": malformed YAML: " + msg);
         }
         List<String> problems = new ArrayList<>();

@@ -175,6 +175,18 @@ class PrincipalDirectoryTest {
     }
 
     @Test
+    void aSecondYamlDocumentIsAnErrorNotDropped() {
+        // its accounts were dropped, and their keys silently anonymous
+        assertThatThrownBy(() -> PrincipalDirectory.parseYaml("""
+                accounts:
+                  a: {keys: [K1]}
+                ---
+                accounts:
+                  b: {keys: [K2], download_rate: 1MiB/s}
+                """, "p.yaml")).hasMessageContaining("p.yaml:").hasMessageContaining("second document");
+    }
+
+    @Test
     void atMostAThousandKeysAreLoaded() {
         List<PrincipalDirectory.Account> accounts = new ArrayList<>();
         for (int i = 0; i < 500; i++) {

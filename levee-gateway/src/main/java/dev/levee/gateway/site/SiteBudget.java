@@ -48,7 +48,11 @@ public record SiteBudget(long download, long upload, long principalDownload, lon
     /** No site budgets at all: every gateway shapes with its own ceilings only. */
     public static final SiteBudget NONE = new SiteBudget(0, 0, 0, 0, Map.of());
 
-    private static final ObjectMapper YAML = YAMLMapper.builder().build();
+    /** Strict: a key given twice and a second YAML document are refused, not resolved silently (last wins, dropped). */
+    private static final ObjectMapper YAML = YAMLMapper.builder()
+            .enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+            .build();
     private static final Set<String> TOP = Set.of("download", "upload", "principal", "principals");
     private static final Set<String> DIRECTIONS = Set.of("download", "upload");
 
@@ -132,18 +136,23 @@ public record SiteBudget(long download, long upload, long principalDownload, lon
      *
      * @param where the key or file name, for the messages
      * @param text  YAML or JSON
-     * @return the budget; an empty document is {@link #NONE}
-     * @throws InvalidBudgetException naming {@code where} and every wrong field, one per line
+     * @return the budget
+     * @throws InvalidBudgetException naming {@code where} and every wrong field, one per line; also for an empty
+     *         document (no budget is the absent key, {@code levee bandwidth delete}: an empty value written by mistake
+     *         must not lift every site budget), a key given twice and a second YAML document
      */
     public static SiteBudget parse(String where, String text) {
         JsonNode root;
         try {
             root = YAML.readTree(text == null ? "" : text);
         } catch (JsonProcessingException e) {
-            throw new InvalidBudgetException(List.of(where + ": not YAML or JSON: " + e.getOriginalMessage()));
+            String msg = String.valueOf(e.getOriginalMessage());
+            throw new InvalidBudgetException(List.of(where + ": " + (msg.startsWith("Trailing token")
+                    ? "a second document follows the first (a budget is one document)" : "not YAML or JSON: " + msg)));
         }
         if (root == null || root.isMissingNode() || root.isNull()) {
-            return NONE;
+            throw new InvalidBudgetException(List.of(where + ": the document is empty (no budget is no key:"
+                    + " levee bandwidth delete)"));
         }
         List<String> problems = new ArrayList<>();
         if (!root.isObject()) {

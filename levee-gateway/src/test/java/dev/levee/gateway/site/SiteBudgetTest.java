@@ -53,10 +53,25 @@ class SiteBudgetTest {
     }
 
     @Test
-    void emptyDocumentIsNone() {
-        assertThat(SiteBudget.parse(KEY, "")).isEqualTo(SiteBudget.NONE);
-        assertThat(SiteBudget.parse(KEY, null)).isEqualTo(SiteBudget.NONE);
+    void anEmptyDocumentIsRefusedNotReadAsNoBudget() {
+        // no budget is the absent key (levee bandwidth delete); an empty value must not lift every budget
+        for (String empty : new String[] {"", "\n", "# only a comment\n", null}) {
+            assertThatThrownBy(() -> SiteBudget.parse(KEY, empty)).isInstanceOf(SiteBudget.InvalidBudgetException.class)
+                    .hasMessageContaining(KEY).hasMessageContaining("empty").hasMessageContaining("levee bandwidth delete");
+        }
         assertThat(SiteBudget.NONE.none()).isTrue();
+    }
+
+    @Test
+    void aKeyTwiceAndASecondDocumentAreRefused() {
+        assertThatThrownBy(() -> SiteBudget.parse(KEY, "download: 4MiB/s\ndownload: 8MiB/s\n"))
+                .isInstanceOf(SiteBudget.InvalidBudgetException.class).hasMessageContaining(KEY)
+                .hasMessageContaining("download");
+        assertThatThrownBy(() -> SiteBudget.parse(KEY, "download: 8MiB/s\n---\nupload: 1MiB/s\n"))
+                .isInstanceOf(SiteBudget.InvalidBudgetException.class).hasMessageContaining(KEY)
+                .hasMessageContaining("second document");
+        assertThatThrownBy(() -> SiteBudget.parse(KEY, "{\"download\": 1, \"download\": 2}"))
+                .isInstanceOf(SiteBudget.InvalidBudgetException.class);
     }
 
     @Test
