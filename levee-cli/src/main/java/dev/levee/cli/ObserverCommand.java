@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Vertx;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -56,12 +57,34 @@ final class ObserverCommand implements Callable<Integer> {
                     + " minutes, membership, config revision), on the observer's listener (default: off)")
     boolean ui;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    /** Whether the etcd endpoints came from the environment, not from --etcd. */
+    private boolean etcdFromEnvironment() {
+        return spec != null && !spec.commandLine().getParseResult().hasMatchedOption("--etcd");
+    }
+
     @Override
     public Integer call() {
         if (statsTimeout.isNegative() || statsTimeout.isZero()) {
             throw new UsageException("--stats-timeout must be positive, got " + statsTimeout);
         }
         if (etcd.enabled()) {
+            // with etcd the membership is etcd's leases and the factor the quotas' in etcd: these would be ignored
+            // refused beside --etcd; only warned about when etcd comes from LEVEE_ETCD_ENDPOINTS (a packaged observer's
+            // args file names --quotas for the sites without etcd, and its env file may set the variable)
+            for (String name : List.of("--factor", "--quotas", "--ttl", "--max-limiters")) {
+                if (spec != null && spec.commandLine().getParseResult().hasMatchedOption(name)) {
+                    String why = name + " is not used with etcd (" + (etcdFromEnvironment() ? "LEVEE_ETCD_ENDPOINTS is set"
+                            : "--etcd") + "): the factor is the quotas' in etcd (levee quota factor) and a limiter is"
+                            + " listed while its etcd lease lives (limiter --lease-ttl)";
+                    if (!etcdFromEnvironment()) {
+                        throw new picocli.CommandLine.ParameterException(spec.commandLine(), why + "; leave it out");
+                    }
+                    System.err.println("levee observer: " + why + "; ignored");
+                }
+            }
             common.apply("levee-observer");
             io.etcd.jetcd.Client client = etcd.client();
             dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000,

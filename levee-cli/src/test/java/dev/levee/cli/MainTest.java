@@ -360,6 +360,8 @@ class MainTest {
             demo --limiters 0                                          | --limiters
             demo --load-factor 0                                       | --load-factor
             observer --stats-timeout 0ms                               | --stats-timeout
+            observer --etcd http://127.0.0.1:1 --factor 7              | --factor is not used with etcd
+            observer --etcd http://127.0.0.1:1 --ttl 10s               | --ttl is not used with etcd
             quota calc --rps 0 --factor 1                              | --rps
             top --rows 0                                               | --rows
             nginx-config --part site --out /tmp/levee-nginx-x          | --out
