@@ -71,4 +71,34 @@ class EtcdShareStoreIT {
         assertThat(get(store.keepAlive(lease.id()))).isLessThanOrEqualTo(0L);
         assertThat(get(store.write(entry(1), lease.id(), false, 0, 0))).isEqualTo(ShareStore.WriteResult.LEASE_GONE);
     }
+
+    /** A value that is not a gateway entry is warned about once, not at every round (35 lines in 35 s before). */
+    @Test
+    void aBadEntryIsWarnedAboutOncePerValueNotEveryRound() throws Exception {
+        String prefix = "/levee-it-bad-entry/";
+        EtcdShareStore store = new EtcdShareStore(IT.client(), prefix);
+        String key = EtcdShareStore.gatewaysPrefix(prefix) + "evil/x";
+        var kv = IT.client().getKVClient();
+        var k = io.etcd.jetcd.ByteSequence.from(key, java.nio.charset.StandardCharsets.UTF_8);
+        get(kv.put(k, io.etcd.jetcd.ByteSequence.from("{\"gateway\":\"evil\",\"incarnation\":\"x\",\"claims\":"
+                + "{\"download\":{\"share\":0,\"demand\":-1}}}", java.nio.charset.StandardCharsets.UTF_8)));
+        for (int i = 0; i < 5; i++) {
+            assertThat(get(store.read()).entries()).isEmpty();
+        }
+        java.util.function.IntSupplier warned = () -> {
+            try {
+                return (int) java.nio.file.Files.readAllLines(Stack.LOG).stream()
+                        .filter(l -> l.contains("etcd key " + key + ": not a gateway entry")).count();
+            } catch (java.io.IOException e) {
+                return -1;
+            }
+        };
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5)).until(() -> warned.getAsInt() >= 1);
+        org.awaitility.Awaitility.await().pollDelay(java.time.Duration.ofMillis(300)).until(() -> true); // the ring drained
+        assertThat(warned.getAsInt()).as("five reads of one bad value").isEqualTo(1);
+        // another bad value at that key is a new thing to say
+        get(kv.put(k, io.etcd.jetcd.ByteSequence.from("not json", java.nio.charset.StandardCharsets.UTF_8)));
+        get(store.read());
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5)).until(() -> warned.getAsInt() == 2);
+    }
 }

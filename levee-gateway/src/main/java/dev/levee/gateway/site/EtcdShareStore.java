@@ -45,6 +45,8 @@ public final class EtcdShareStore implements ShareStore {
     private final ByteSequence budgetKey;
     private final ByteSequence guardKey;
     private final String gatewaysPrefix;
+    /** Keys found not to be gateway entries, with the revision already warned about: one WARN a value, not a round. */
+    private final Map<String, Long> warnedBad = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * @param client the etcd client (not closed by this store)
@@ -99,6 +101,7 @@ public final class EtcdShareStore implements ShareStore {
             long guard = 0;
             List<GatewayEntry> entries = new ArrayList<>();
             Map<String, Long> revisions = new HashMap<>();
+            java.util.Set<String> bad = new java.util.HashSet<>();
             for (KeyValue kv : r.getKvs()) {
                 String key = string(kv.getKey());
                 if (kv.getKey().equals(budgetKey)) {
@@ -110,10 +113,16 @@ public final class EtcdShareStore implements ShareStore {
                         entries.add(GatewayEntry.parse(string(kv.getValue())));
                         revisions.put(key.substring(gatewaysPrefix.length()), kv.getModRevision());
                     } catch (IllegalArgumentException e) {
-                        LOG.warn("etcd key {}: not a gateway entry ({}); ignored", key, e.getMessage());
+                        bad.add(key);
+                        Long was = warnedBad.put(key, kv.getModRevision());
+                        if (was == null || was != kv.getModRevision()) { // once per value written, not every round
+                            LOG.warn("etcd key {}: not a gateway entry ({}); ignored (said once for this value)", key,
+                                    e.getMessage());
+                        }
                     }
                 }
             }
+            warnedBad.keySet().retainAll(bad); // bounded by the bad keys in etcd now
             return new View(budget, entries, guard, revisions);
         });
     }
