@@ -56,8 +56,8 @@ final class BandwidthCommand {
     }
 
     /** Validates {@code budget} for the live gateways and writes it; returns the exit code. */
-    static int write(Client c, String prefix, SiteBudget budget, String where) throws Exception {
-        write(c, prefix, budget, where, -1);
+    static int write(Client c, String prefix, SiteBudget budget, String where, int maxValueBytes) throws Exception {
+        write(c, prefix, budget, where, -1, maxValueBytes);
         return 0;
     }
 
@@ -67,8 +67,13 @@ final class BandwidthCommand {
      *
      * @return whether it was written (false: another writer changed the key first)
      */
-    static boolean write(Client c, String prefix, SiteBudget budget, String where, long expectedModRevision)
-            throws Exception {
+    static boolean write(Client c, String prefix, SiteBudget budget, String where, long expectedModRevision,
+                         int maxValueBytes) throws Exception {
+        int size = budget.toYaml().getBytes(StandardCharsets.UTF_8).length;
+        if (size > maxValueBytes) { // every gateway reads the whole value every round
+            throw new IllegalArgumentException(where + ": the budget document is " + size + " bytes, over the"
+                    + " largest value of --etcd-max-value-size (" + maxValueBytes + " bytes): nothing written");
+        }
         ShareStore.View v = view(c, prefix);
         java.util.Set<String> ids = new HashSet<>();
         v.entries().forEach(e -> ids.add(e.gatewayId()));
@@ -201,7 +206,7 @@ final class BandwidthCommand {
                     }
                     b = SiteBudget.NONE;
                 }
-                if (write(c, prefix, next(b), "the new budget", modRevision)) {
+                if (write(c, prefix, next(b), "the new budget", modRevision, etcd.maxValueBytes)) {
                     return 0;
                 }
             }
@@ -270,7 +275,7 @@ final class BandwidthCommand {
             } catch (java.io.IOException e) {
                 throw new IllegalArgumentException("cannot read " + file + ": " + e.getMessage());
             }
-            return write(c, prefix, SiteBudget.parse(file.toString(), text), file.toString());
+            return write(c, prefix, SiteBudget.parse(file.toString(), text), file.toString(), etcd.maxValueBytes);
         }
     }
 

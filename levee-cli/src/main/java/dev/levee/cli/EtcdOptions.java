@@ -21,7 +21,7 @@ final class EtcdOptions {
     String prefix;
 
     @Option(names = "--etcd-max-value-size", scope = ScopeType.INHERIT, paramLabel = "SIZE", converter = Converters.SizeConverter.class, defaultValue = "64KiB",
-            description = "largest quota value in etcd, refused by key when read or written (default: ${DEFAULT-VALUE})")
+            description = "largest quota value (or site bandwidth budget) in etcd, refused by key when read or written (default: ${DEFAULT-VALUE})")
     int maxValueBytes = Etcd.DEFAULT_MAX_VALUE_BYTES;
 
     @Option(names = "--etcd-max-message-size", scope = ScopeType.INHERIT, paramLabel = "SIZE", converter = Converters.SizeConverter.class, defaultValue = "16MiB",

@@ -57,4 +57,17 @@ class BandwidthCommandIT {
             pool.shutdownNow();
         }
     }
+
+    @Test
+    void aBudgetOverTheLargestValueIsNotWritten() throws Exception {
+        String etcd = IT.etcd().endpoint();
+        String prefix = "/levee-it-bandwidth-size";
+        assertThat(Main.run("bandwidth", "set", "--download", "4MiB/s", "--etcd", etcd, "--etcd-prefix", prefix)).isZero();
+        var key = io.etcd.jetcd.ByteSequence.from(prefix + "/bandwidth/budget", java.nio.charset.StandardCharsets.UTF_8);
+        long revision = IT.client().getKVClient().get(key).get(10, TimeUnit.SECONDS).getKvs().get(0).getModRevision();
+        assertThat(Main.run("bandwidth", "set", "--upload", "1MiB/s", "--etcd-max-value-size", "10", "--etcd", etcd,
+                "--etcd-prefix", prefix)).isEqualTo(1);
+        assertThat(IT.client().getKVClient().get(key).get(10, TimeUnit.SECONDS).getKvs().get(0).getModRevision())
+                .as("nothing written").isEqualTo(revision);
+    }
 }
