@@ -300,15 +300,23 @@ final class BandwidthCommand {
         int run(Client c, String prefix) throws Exception {
             ShareStore.View v = view(c, prefix);
             SiteBudget b;
+            boolean invalid = false;
             try {
                 b = v.budgetText() == null ? SiteBudget.NONE : SiteBudget.parse("etcd key " + budgetKey(prefix), v.budgetText());
             } catch (SiteBudget.InvalidBudgetException e) {
-                System.out.println("budget: INVALID (gateways keep their last good one)\n" + e.getMessage());
+                // not "off": the gateways enforce the last good budget they read, which etcd no longer holds
+                System.out.println("budget: INVALID — the gateways keep enforcing the last good budget they read (not"
+                        + " shown: etcd holds only the invalid one); write a good one with levee bandwidth set|import\n"
+                        + e.getMessage());
                 b = SiteBudget.NONE;
+                invalid = true;
             }
-            System.out.println("budget: download " + ByteUnits.formatRate(b.download()) + ", upload "
-                    + ByteUnits.formatRate(b.upload()) + (v.budgetText() == null ? " (no budget document)" : ""));
-            System.out.println("gateways: " + v.entries().size() + " live lease(s)");
+            if (!invalid) {
+                System.out.println("budget: download " + ByteUnits.formatRate(b.download()) + ", upload "
+                        + ByteUnits.formatRate(b.upload()) + (v.budgetText() == null ? " (no budget document)" : ""));
+            }
+            System.out.println("gateways: " + v.entries().size() + " entr" + (v.entries().size() == 1 ? "y" : "ies")
+                    + " under " + EtcdShareStore.gatewaysPrefix(prefix) + " (each held by its gateway's lease)");
             java.util.Set<Resource> resources = new TreeSet<>();
             v.entries().forEach(e -> resources.addAll(e.claims().keySet()));
             for (Direction d : Direction.values()) {
@@ -330,7 +338,8 @@ final class BandwidthCommand {
                             ByteUnits.formatRate(cl.share()), ByteUnits.formatRate(cl.demand()));
                 }
                 long budget = b.budget(r);
-                System.out.printf(Locale.ROOT, "%-24s %-28s %14s %14s%n", r, "Σ (budget " + ByteUnits.formatRate(budget) + ")",
+                System.out.printf(Locale.ROOT, "%-24s %-28s %14s %14s%n", r, "Σ (budget " + (invalid ? "?"
+                                : ByteUnits.formatRate(budget)) + ")",
                         ByteUnits.formatRate(sum), budget > 0 && sum > budget ? "OVER" : "");
             }
             return 0;
