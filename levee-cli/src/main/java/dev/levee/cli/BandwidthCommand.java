@@ -271,9 +271,9 @@ final class BandwidthCommand {
         int run(Client c, String prefix) throws Exception {
             String text;
             try {
-                text = Files.readString(file);
+                text = Files.readString(file, StandardCharsets.UTF_8);
             } catch (java.io.IOException e) {
-                throw new IllegalArgumentException("cannot read " + file + ": " + e.getMessage());
+                throw new IllegalArgumentException(Main.unreadable(file, e));
             }
             return write(c, prefix, SiteBudget.parse(file.toString(), text), file.toString(), etcd.maxValueBytes);
         }

@@ -303,6 +303,13 @@ final class GatewayCommand implements Callable<Integer> {
         }
     }
 
+    /** A duration as typed: 25h, 90m, 30s, 250ms (not Java's PT25H). */
+    static String words(Duration d) {
+        long ms = d.toMillis();
+        return ms % 3_600_000 == 0 ? ms / 3_600_000 + "h" : ms % 60_000 == 0 ? ms / 60_000 + "m"
+                : ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
+    }
+
     /** Builds the governance settings, or explains in one line why it cannot. */
     GovernanceSettings governance() {
         if (principalsFile == null) {
@@ -314,6 +321,19 @@ final class GatewayCommand implements Callable<Integer> {
                 }
             }
             return GovernanceSettings.off();
+        }
+        // named by their flags here: the settings' own messages name fields (maxWaiters), not options
+        for (Object[] f : new Object[][] {{"--max-uploads-per-principal", maxUploads, 1},
+                {"--max-downloads-per-principal", maxDownloads, 1}, {"--admission-queue", admissionQueue, 0},
+                {"--max-waiting-quanta", maxWaitingQuanta, 1}}) {
+            if ((int) f[1] < (int) f[2]) {
+                throw new CommandLine.ParameterException(spec.commandLine(), f[0] + " must be ≥ " + f[2] + ", got " + f[1]);
+            }
+        }
+        if (maxClockSkew != null && (maxClockSkew.compareTo(java.time.Duration.ofSeconds(1)) < 0
+                || maxClockSkew.compareTo(java.time.Duration.ofHours(24)) > 0)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--max-clock-skew must lie between 1s and 24h,"
+                    + " got " + words(maxClockSkew));
         }
         try {
             PrincipalDirectory directory = PrincipalDirectory.parseYaml(read(principalsFile, "--principals"),
@@ -400,8 +420,7 @@ final class GatewayCommand implements Callable<Integer> {
         try {
             return Files.readString(file, StandardCharsets.UTF_8);
         } catch (IOException | RuntimeException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), option + ": cannot read " + file + ": "
-                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
+            throw new CommandLine.ParameterException(spec.commandLine(), option + ": " + Main.unreadable(file, e));
         }
     }
 

@@ -107,6 +107,26 @@ public final class Main {
     static final class Root {
     }
 
+    /**
+     * Why {@code file} could not be read, in words that name it: no such file, permission denied, a directory, not
+     * UTF-8 text (Java says "Input length = 1", or repeats the path as its message).
+     */
+    static String unreadable(java.nio.file.Path file, Exception e) {
+        if (e instanceof java.nio.charset.CharacterCodingException) {
+            return file + " is not UTF-8 text (a binary file?)";
+        }
+        if (e instanceof java.nio.file.NoSuchFileException) {
+            return "no such file: " + file;
+        }
+        if (e instanceof java.nio.file.AccessDeniedException) {
+            return "permission denied: " + file;
+        }
+        if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
+            return "cannot read " + file + ": " + f.getReason();
+        }
+        return "cannot read " + file + ": " + describe(e);
+    }
+
     static String describe(Throwable e) {
         if (e instanceof dev.levee.quota.QuotaConfigException q) {
             return "invalid quotas:\n  " + String.join("\n  ", q.errors());
@@ -119,6 +139,9 @@ public final class Main {
         }
         if (e instanceof java.nio.file.FileSystemException f) {
             return "cannot read " + f.getFile() + (f.getReason() == null ? "" : ": " + f.getReason());
+        }
+        if (e instanceof java.nio.charset.CharacterCodingException) { // Java's words: "Input length = 1"
+            return "the input is not UTF-8 text (a binary file?)";
         }
         if (e instanceof java.net.ConnectException) { // Netty's words: "finishConnect(..) failed with error(-111): …"
             return "connection refused: nothing listens there";

@@ -104,6 +104,12 @@ final class ObserverCommand implements Callable<Integer> {
                         return io.vertx.core.Future.succeededFuture();
                     }));
         }
+        if (factor != null && factor < 1) {
+            throw new UsageException("--factor must be ≥ 1, got " + factor);
+        }
+        if (maxLimiters < 1) {
+            throw new UsageException("--max-limiters must be ≥ 1, got " + maxLimiters);
+        }
         int df = factor != null ? factor : Quotas.load(quotas).factor();
         ObserverService.Options options = new ObserverService.Options(listen, ttl, df, maxLimiters);
         common.apply("levee-observer");

@@ -106,11 +106,26 @@ final class QuotaCommand {
         return ByteSequence.from(s, StandardCharsets.UTF_8);
     }
 
+    /**
+     * Reads a file, or standard input for {@code -}, as UTF-8 text.
+     *
+     * @throws IllegalArgumentException naming the file when it cannot be read or is not UTF-8 (standard input was
+     *         decoded leniently before: a binary input became U+FFFD characters without a word)
+     */
     static String readInput(String fileOrDash) throws IOException {
         if (fileOrDash.equals("-")) {
-            return new String(System.in.readAllBytes(), StandardCharsets.UTF_8);
+            try {
+                return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(System.in.readAllBytes()))
+                        .toString();
+            } catch (java.nio.charset.CharacterCodingException e) {
+                throw new IllegalArgumentException("standard input is not UTF-8 text (a binary file?)");
+            }
         }
-        return Files.readString(Path.of(fileOrDash), StandardCharsets.UTF_8);
+        try {
+            return Files.readString(Path.of(fileOrDash), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(Main.unreadable(Path.of(fileOrDash), e));
+        }
     }
 
     /** Shared connection handling: opens the client, runs, closes. */

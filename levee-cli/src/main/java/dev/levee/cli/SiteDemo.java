@@ -55,7 +55,7 @@ final class SiteDemo {
         try {
             text = java.nio.file.Files.readString(file);
         } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("--site-budget: cannot read " + file + ": " + e.getMessage());
+            throw new IllegalArgumentException("--site-budget: " + Main.unreadable(file, e));
         }
         SiteBudget b = SiteBudget.parse(file.toString(), text);
         if (b.download() == 0) {

@@ -214,7 +214,7 @@ class MainTest {
         Run tooLong = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString(),
                 "--max-clock-skew", "48h");
         assertThat(tooLong.status()).isNotZero();
-        assertThat(tooLong.err()).contains("clock skew must lie between 1s and 24h");
+        assertThat(tooLong.err()).contains("--max-clock-skew must lie between 1s and 24h, got 48h");
     }
 
     @ParameterizedTest
@@ -249,6 +249,38 @@ class MainTest {
         assertThat(r.status()).as(r.err()).isEqualTo(2);
         assertThat(r.err()).contains(flags.split(" ")[0]).contains("need etcd").contains("LEVEE_ETCD_ENDPOINTS")
                 .doesNotContain("\tat ");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            --admission-queue -1                 | --admission-queue must be ≥ 0, got -1
+            --max-uploads-per-principal 0        | --max-uploads-per-principal must be ≥ 1
+            --max-downloads-per-principal 0      | --max-downloads-per-principal must be ≥ 1
+            --max-clock-skew 25h                 | --max-clock-skew must lie between 1s and 24h, got 25h
+            """)
+    void gatewayGovernanceValuesAreNamedByTheirFlags(String flags, String message) throws Exception {
+        Path p = write("principals.yaml", "accounts: {}\n");
+        List<String> args = new java.util.ArrayList<>(List.of("gateway", "--backend", "127.0.0.1:9", "--no-enforce",
+                "--principals", p.toString()));
+        args.addAll(List.of(flags.trim().split("\\s+")));
+        Run r = run(args.toArray(String[]::new));
+        assertThat(r.status()).as(r.err()).isEqualTo(2);
+        assertThat(r.err()).contains(message).doesNotContain("maxWaiters").doesNotContain("PT25H");
+    }
+
+    @Test
+    void anUnreadableFileIsNamedWithWhyNotJavasWords() throws Exception {
+        Path binary = dir.resolve("p_bin.yaml");
+        Files.write(binary, new byte[] {(byte) 0xff, (byte) 0xfe, 0, 1, 2, (byte) 0xc3});
+        Run bin = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--principals", binary.toString());
+        assertThat(bin.status()).isEqualTo(2);
+        assertThat(bin.err()).contains(binary + " is not UTF-8 text").doesNotContain("Input length");
+        Run missing = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--health-token-file",
+                dir.resolve("t_missing").toString());
+        assertThat(missing.err()).contains("no such file: " + dir.resolve("t_missing"));
+        Run quota = run("quota", "set", "my-bucket", binary.toString(), "--etcd", "http://127.0.0.1:1");
+        assertThat(quota.status()).isNotZero();
+        assertThat(quota.err()).doesNotContain("Input length");
     }
 
     @Test
@@ -361,6 +393,8 @@ class MainTest {
             demo --load-factor 0                                       | --load-factor
             observer --stats-timeout 0ms                               | --stats-timeout
             observer --etcd http://127.0.0.1:1 --factor 7              | --factor is not used with etcd
+            observer --factor 0                                        | --factor must be ≥ 1
+            observer --max-limiters 0                                  | --max-limiters must be ≥ 1
             observer --etcd http://127.0.0.1:1 --ttl 10s               | --ttl is not used with etcd
             quota calc --rps 0 --factor 1                              | --rps
             top --rows 0                                               | --rows
