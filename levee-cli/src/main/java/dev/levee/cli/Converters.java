@@ -132,6 +132,16 @@ final class Converters {
     /** Longest duration any option takes: 365 days (beyond it, arithmetic on it overflows somewhere). */
     static final Duration MAX_DURATION = Duration.ofDays(365);
 
+    /**
+     * Returns a duration as a person types it for {@link #parseDuration}: {@code 25h}, {@code 90m}, {@code 30s},
+     * {@code 250ms} (not Java's {@code PT25H}); whole milliseconds.
+     */
+    static String formatDuration(Duration d) {
+        long ms = d.toMillis();
+        return ms % 3_600_000 == 0 && ms != 0 ? ms / 3_600_000 + "h" : ms % 60_000 == 0 && ms != 0 ? ms / 60_000 + "m"
+                : ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
+    }
+
     /** A positive duration: {@code 250ms}, {@code 2s}, {@code 1.5m}, {@code 1h}, or ISO-8601 {@code PT2S}; at most 365 days. */
     static Duration parseDuration(String value) {
         return parseDuration(value, false);

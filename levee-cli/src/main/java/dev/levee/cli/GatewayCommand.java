@@ -303,13 +303,6 @@ final class GatewayCommand implements Callable<Integer> {
         }
     }
 
-    /** A duration as typed: 25h, 90m, 30s, 250ms (not Java's PT25H). */
-    static String words(Duration d) {
-        long ms = d.toMillis();
-        return ms % 3_600_000 == 0 ? ms / 3_600_000 + "h" : ms % 60_000 == 0 ? ms / 60_000 + "m"
-                : ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
-    }
-
     /** Builds the governance settings, or explains in one line why it cannot. */
     GovernanceSettings governance() {
         if (principalsFile == null) {
@@ -333,7 +326,7 @@ final class GatewayCommand implements Callable<Integer> {
         if (maxClockSkew != null && (maxClockSkew.compareTo(java.time.Duration.ofSeconds(1)) < 0
                 || maxClockSkew.compareTo(java.time.Duration.ofHours(24)) > 0)) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--max-clock-skew must lie between 1s and 24h,"
-                    + " got " + words(maxClockSkew));
+                    + " got " + Converters.formatDuration(maxClockSkew));
         }
         try {
             PrincipalDirectory directory = PrincipalDirectory.parseYaml(read(principalsFile, "--principals"),

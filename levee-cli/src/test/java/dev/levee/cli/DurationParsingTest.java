@@ -67,4 +67,14 @@ class DurationParsingTest {
                     .isInstanceOf(CommandLine.TypeConversionException.class).hasMessageContaining(why);
         }
     }
+
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(longs = {1, 250, 1000, 1500, 60_000, 90_000, 3_600_000, 90_000_000,
+            5_400_000, 86_400_000L * 365})
+    void aFormattedDurationReadsBackAsTheSame(long ms) {
+        java.time.Duration d = java.time.Duration.ofMillis(ms);
+        String typed = Converters.formatDuration(d);
+        org.assertj.core.api.Assertions.assertThat(typed).doesNotStartWith("PT");
+        org.assertj.core.api.Assertions.assertThat(Converters.parseDuration(typed)).as(typed).isEqualTo(d);
+    }
 }
