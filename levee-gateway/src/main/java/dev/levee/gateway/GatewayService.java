@@ -718,7 +718,6 @@ public final class GatewayService implements AutoCloseable {
         forward(ex);
     }
 
-    /** Whether a transfer of {@code op} would be refused now because its direction's site shares expired. */
     /** How often the site's state is looked at for the WARN of failing closed: 500 ms. */
     private static final long SITE_WATCH_MS = 500;
     /** Failing closed on the site's shares, said at once, again every 10 s while it lasts, and when it ends. */
@@ -786,6 +785,7 @@ public final class GatewayService implements AutoCloseable {
         });
     }
 
+    /** Whether a transfer of {@code op} would be refused now because its direction's site shares expired. */
     private boolean failingClosed(S3Operation op) {
         return (TransferPolicy.chargesDownload(op) && governance.failingClosed(Direction.DOWNLOAD))
                 || (TransferPolicy.chargesUpload(op) && governance.failingClosed(Direction.UPLOAD));
