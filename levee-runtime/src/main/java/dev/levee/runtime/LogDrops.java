@@ -51,18 +51,13 @@ public final class LogDrops implements AsyncQueueFullPolicy {
     }
 
     private static void startReporter() {
-        Thread t = new Thread(() -> {
-            while (true) {
-                try {
-                    Thread.sleep(REPORT_INTERVAL_S * 1000L); // a period, not a synchronisation
-                } catch (InterruptedException e) {
-                    return;
-                }
-                report();
-            }
-        }, "levee-log-drops");
-        t.setDaemon(true);
-        t.start();
+        // one daemon thread of the JDK's scheduler, made at the first drop only
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "levee-log-drops");
+            t.setDaemon(true);
+            return t;
+        }).scheduleWithFixedDelay(LogDrops::report, REPORT_INTERVAL_S, REPORT_INTERVAL_S,
+                java.util.concurrent.TimeUnit.SECONDS);
     }
 
     /** Logs a WARN when lines were dropped since the last report; returns how many it reported. */
