@@ -132,14 +132,33 @@ final class LimiterCommand implements Callable<Integer> {
         LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry,
                         statsOptions),
                 "limiter could not start on " + listen);
-        EtcdRegistration reg = client == null ? null
-                : EtcdRegistration.start(client, etcd.prefix, id, s.address().toString(), Math.max(1, leaseTtl.toSeconds()));
+        // a limiter joins the membership only with a configuration in force: while none can be built from etcd (a key
+        // every decision needs is invalid, issue 22) it stays up, says why on /health, and joins once the key is fixed
+        java.util.concurrent.atomic.AtomicReference<EtcdRegistration> reg = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
+        Runnable register = () -> {
+            synchronized (reg) {
+                if (client != null && reg.get() == null && !stopping.get() && source.usable()) {
+                    reg.set(EtcdRegistration.start(client, etcd.prefix, id, s.address().toString(),
+                            Math.max(1, leaseTtl.toSeconds())));
+                }
+            }
+        };
+        if (client != null && !source.usable()) {
+            System.err.println("levee limiter " + id + ": no quota configuration can be built from etcd ("
+                    + String.join(", ", source.invalidKeys().keySet()) + "): not joining the membership until it is fixed");
+            source.onChange(cfg -> register.run());
+        }
+        register.run();
         common.announce("levee limiter " + id + " listening on " + s.address()
                 + (client != null ? " (quotas and membership in etcd " + etcd.endpoints + ")" : ""));
         // leave first (revoke the lease; stop() stops heartbeats), then drain, then close
         return Daemon.runUntilStopped(vertx, "limiter", drainGrace.plus(shutdownTimeout).plusSeconds(5), () -> {
-            if (reg != null) {
-                reg.close();
+            synchronized (reg) {
+                stopping.set(true);
+                if (reg.get() != null) {
+                    reg.get().close();
+                }
             }
             return s.stop().eventually(() -> {
                 source.close();

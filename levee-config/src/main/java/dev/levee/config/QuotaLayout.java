@@ -104,6 +104,24 @@ public final class QuotaLayout {
      * @throws QuotaConfigException naming each etcd key and field at fault
      */
     public static QuotaConfig fromValues(String prefix, Map<String, String> values, ParseCache cache) {
+        return fromValues(prefix, values, cache, null);
+    }
+
+    /**
+     * Builds a configuration like {@link #fromValues(String, Map, ParseCache)}, also recording the problems
+     * of each key apart, so that a caller can tell which keys are at fault (issue 22: one invalid value must
+     * not stop a role; see {@code EtcdQuotaSource}).
+     *
+     * @param prefix    the etcd prefix, for messages
+     * @param values    relative key → YAML value
+     * @param cache     parsed values of earlier calls, updated; null for none
+     * @param byKey     filled with relative key → its problems (a missing {@code quotas/default} is recorded
+     *                  under {@link #DEFAULT}); null for none
+     * @return the validated configuration
+     * @throws QuotaConfigException naming each etcd key and field at fault
+     */
+    public static QuotaConfig fromValues(String prefix, Map<String, String> values, ParseCache cache,
+            Map<String, List<ConfigProblem>> byKey) {
         List<ConfigProblem> problems = new ArrayList<>();
         QuotaConfig.Builder b = QuotaConfig.builder();
         boolean haveDefault = false;
@@ -142,18 +160,27 @@ public final class QuotaLayout {
                     b.resource(bucket, r);
                     resources++;
                 } else {
-                    problems.add(new ConfigProblem(full, "key", null, "unknown key: expected " + prefix + FACTOR + ", " + prefix + MODE + ", "
-                            + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT + " or " + prefix + RESOURCES + "<bucket>"));
+                    throw new QuotaConfigException(List.of(new ConfigProblem(full, "key", null, "unknown key: expected "
+                            + prefix + FACTOR + ", " + prefix + MODE + ", " + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT
+                            + " or " + prefix + RESOURCES + "<bucket>")));
                 }
             } catch (QuotaConfigException ex) {
                 problems.addAll(ex.problems());
+                if (byKey != null) {
+                    byKey.computeIfAbsent(key, k -> new ArrayList<>()).addAll(ex.problems());
+                }
             }
         }
         if (cache != null && cache.parsed.size() > resources) {
             cache.parsed.keySet().removeIf(k -> !values.containsKey(k));
         }
-        if (!haveDefault && problems.stream().noneMatch(p -> p.location().equals(prefix + DEFAULT))) {
-            problems.add(new ConfigProblem(prefix + DEFAULT, "key", null, "missing: the default quota is required"));
+        if (!haveDefault && problems.stream().noneMatch(p -> p.location().equals(prefix + DEFAULT))
+                && (byKey == null || !byKey.containsKey(DEFAULT))) {
+            ConfigProblem missing = new ConfigProblem(prefix + DEFAULT, "key", null, "missing: the default quota is required");
+            problems.add(missing);
+            if (byKey != null) {
+                byKey.computeIfAbsent(DEFAULT, k -> new ArrayList<>()).add(missing);
+            }
         }
         if (!problems.isEmpty()) {
             throw new QuotaConfigException(problems);

@@ -26,6 +26,26 @@ public interface QuotaSource extends AutoCloseable {
     /** Returns how many updates were refused as invalid since start. */
     long rejectedUpdates();
 
+    /**
+     * Returns the keys of the origin whose value is refused in its current state, each with why (issue 22):
+     * full key (for example {@code /levee/resources/x}) → its problems on one line. The configuration in
+     * force then holds, for each such key, the last good value this process applied, or nothing (see
+     * {@link #usable()}). Empty when every value is valid, and for sources validated whole (a file).
+     */
+    default java.util.SortedMap<String, String> invalidKeys() {
+        return java.util.Collections.emptySortedMap();
+    }
+
+    /**
+     * Returns false while no configuration could be built at all: a key every decision needs ({@code factor},
+     * {@code mode}, {@code quotas/default}, {@code quotas/methods_default}) is invalid or missing and no earlier
+     * value of it is known to this process. {@link #current()} is then a placeholder that refuses every
+     * request, and a limiter does not join the membership (issue 22, docs/quotas.md "Invalid values in etcd").
+     */
+    default boolean usable() {
+        return true;
+    }
+
     /** Registers a callback run after each accepted swap, with the new configuration. */
     void onChange(Consumer<QuotaConfig> listener);
 

@@ -45,9 +45,13 @@ public final class GcraTable {
     private final Ticker ticker;
     private final LongAdder evictions = new LongAdder();
     private final LongAdder expirations = new LongAdder();
+    private final LongAdder freshWithinHorizon = new LongAdder();
+    /** When the table was made (ticker ns): the start of this incarnation's state. */
+    private final long createdNs;
 
     private GcraTable(Ticker ticker, long maxKeys) {
         this.ticker = ticker;
+        this.createdNs = ticker.read();
         this.states = Caffeine.newBuilder()
                 .ticker(ticker::read)
                 .executor(Runnable::run)
@@ -126,10 +130,25 @@ public final class GcraTable {
             Gcra.State fresh = new Gcra.State(limit.horizonNs());
             Gcra.State prior = states.asMap().putIfAbsent(key, fresh);
             state = prior == null ? fresh : prior;
+            if (prior == null && now - createdNs < limit.horizonNs()) {
+                freshWithinHorizon.increment();
+            }
         }
         synchronized (state) {
             return Gcra.attempt(state, limit, now);
         }
+    }
+
+    /**
+     * Returns how many keys started from a fresh state within one horizon ({@link GcraLimit#horizonNs()}, τ + T,
+     * of the limit they were first decided with) of the table's creation (issue 22, item 8). A previous
+     * incarnation's state of such a key (a limiter restarted, or the member that served it before) could still
+     * have held a debt when this table started, and it was not carried over: the key began with a full burst.
+     * Keys first seen later cannot have lost anything (any earlier debt had run out). An upper bound: a key never
+     * seen before counts too.
+     */
+    public long freshWithinHorizon() {
+        return freshWithinHorizon.sum();
     }
 
     /** Returns the approximate number of keys held (expired entries may linger until maintenance). */

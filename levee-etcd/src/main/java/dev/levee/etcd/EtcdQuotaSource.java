@@ -31,15 +31,24 @@ import org.slf4j.LoggerFactory;
  * next revision. After each watch response the map is rebuilt, on the source's own thread, into a
  * {@link QuotaConfig} and validated whole (responses that arrive during a rebuild are folded into the
  * next one; a value unchanged since the last rebuild is not parsed, validated or compiled again: its bucket's
- * built entry is shared with the new snapshot, see {@link QuotaConfig}, "Memory and incremental builds"): a valid result is swapped in atomically; an invalid one is refused with a log line
- * naming the etcd key and field and counted, and the last good configuration stays in force. Because
- * the raw map always equals etcd's state, a later fix of the bad key makes the whole configuration
- * valid again, and the final state always equals etcd's.
+ * built entry is shared with the new snapshot, see {@link QuotaConfig}, "Memory and incremental builds"), and
+ * the result is swapped in atomically.
+ *
+ * <h2>Invalid values (issue 22)</h2>
+ * Values are validated key by key: every valid value applies, and a refused one (invalid, or above the
+ * value limit) is reported — an ERROR line naming the key, the field and what is done meanwhile, once per
+ * refused value; {@link #rejectedUpdates()}; {@link #invalidKeys()} for {@code /health} and a gauge — while its
+ * key keeps the last good value this process applied (or its absence). A key this process never saw valid is
+ * left out: a bucket then gets the fallback quotas like any bucket without a key; a key every decision needs
+ * ({@code factor}, {@code mode}, {@code quotas/default}, {@code quotas/methods_default}) leaves no configuration,
+ * {@link #usable()} is false and a placeholder that refuses everything is in force until the key is fixed.
+ * Because the raw map always equals etcd's state, fixing the key applies it at the next watch response, with
+ * no restart. One tenant's bad key thus never stops a role from starting, nor holds back other keys' updates.
  *
  * <h2>Size</h2>
  * A value larger than {@code maxValueBytes} (default {@link Etcd#DEFAULT_MAX_VALUE_BYTES}) is not
- * decoded: the key is marked oversized, and the configuration is refused naming the key and both
- * sizes until the key is overwritten with a smaller value or deleted. A watch response larger than the
+ * decoded: the key is marked oversized and refused like an invalid value, naming the key and both
+ * sizes, until the key is overwritten with a smaller value or deleted. A watch response larger than the
  * client's inbound message limit cannot be received at all; the source then re-reads a paginated
  * snapshot at etcd's current revision (which names any single value too large to read) and watches
  * from the revision after it, so it never stays on a revision it cannot receive.
@@ -71,7 +80,16 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
     private volatile long seenRevision; // last etcd revision received, where a watch resumes
     private volatile boolean reachable;
     private volatile boolean closed;
-    private volatile String lastRejection;
+    /** Full key → why it is refused, in etcd's current state (issue 22); empty when every value is valid. */
+    private volatile java.util.SortedMap<String, String> invalid = java.util.Collections.emptySortedMap();
+    /** False while no configuration can be built (a key every decision needs is invalid, no earlier value known). */
+    private volatile boolean usable = true;
+    /** False while {@code factor} is invalid and no earlier value of it is known: the factor in force is a placeholder. */
+    private volatile boolean factorKnown = true;
+    /** The values of the configuration in force, by relative key; null before the first (timer thread, after start). */
+    private Map<String, String> lastGood;
+    /** Full key → the refusal last logged and counted for it, so that each refused value is said once. */
+    private Map<String, String> reported = Map.of();
     private volatile long watchGeneration;
     private boolean rebuildPending; // guarded by this
     private final QuotaLayout.ParseCache parseCache; // timer thread only
@@ -110,9 +128,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
      * @param probeMillis   readiness probe interval, ≥ 100 ms
      * @param timeoutMs     how long the first load may take (also bounds later snapshot reloads, at least 10 s)
      * @param maxValueBytes largest value accepted, in bytes (default {@link Etcd#DEFAULT_MAX_VALUE_BYTES})
-     * @return the running source
-     * @throws QuotaConfigException when etcd's configuration is invalid at start (an oversized value
-     *                              included, named by key)
+     * @return the running source, also when values are refused (see "Invalid values" above)
      * @throws IllegalStateException when etcd cannot be read within {@code timeoutMs}, or an import is
      *                               still in progress when it ends
      */
@@ -157,7 +173,9 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
         Map<String, ConfigProblem> big = new TreeMap<>();
         fill(p, snapshot, maxValueBytes, values, big);
         QuotaLayout.ParseCache cache = new QuotaLayout.ParseCache();
-        QuotaConfig initial = validate(p, values, big, cache); // invalid at start: refuse to start
+        // an invalid value does not stop the start (issue 22): it is reported by key and the rest applies
+        Built built = build(p, values, big, null, cache);
+        QuotaConfig initial = built.config() != null ? built.config() : placeholder(values);
         s = new EtcdQuotaSource(client, p, initial, rev, maxValueBytes, timeoutMs, cache);
         synchronized (s) {
             s.raw.putAll(values);
@@ -165,9 +183,17 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
             s.seenRevision = rev;
         }
         s.reachable = true;
+        s.report(built, rev);
+        if (built.config() != null) {
+            s.lastGood = built.effective();
+        } else {
+            s.usable = false;
+        }
         long builtNs = System.nanoTime();
-        LOG.info("quotas loaded from etcd prefix {} at revision {}: {} keys read in {} ms, validated in {} ms", p, rev,
-                values.size(), TimeUnit.NANOSECONDS.toMillis(readNs - startNs), TimeUnit.NANOSECONDS.toMillis(builtNs - readNs));
+        LOG.info("quotas loaded from etcd prefix {} at revision {}: {} keys read in {} ms, validated in {} ms{}", p, rev,
+                values.size(), TimeUnit.NANOSECONDS.toMillis(readNs - startNs), TimeUnit.NANOSECONDS.toMillis(builtNs - readNs),
+                built.invalid().isEmpty() ? "" : "; " + built.invalid().size() + " key(s) refused: " + String.join(", ",
+                        built.invalid().keySet()) + (s.usable ? "" : "; NO configuration in force (not serving)"));
         s.watchFrom(rev + 1);
         s.timer.scheduleWithFixedDelay(s::probe, probeMillis, Math.max(100, probeMillis), TimeUnit.MILLISECONDS);
         return s;
@@ -192,20 +218,117 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
         }
     }
 
-    /** Validates the whole configuration: oversized keys first, then every value. */
-    private static QuotaConfig validate(String prefix, Map<String, String> values, Map<String, ConfigProblem> big,
-            QuotaLayout.ParseCache cache) {
-        List<ConfigProblem> problems = new ArrayList<>(big.values());
+    /** Relative keys every decision needs: without a valid or earlier value of each, no configuration is built. */
+    private static final java.util.Set<String> GLOBAL_KEYS = java.util.Set.of(QuotaLayout.FACTOR, QuotaLayout.MODE,
+            QuotaLayout.DEFAULT, QuotaLayout.METHODS_DEFAULT);
+
+    /**
+     * The result of one build: the configuration (null when none can be built), the values it was built from
+     * (relative key → value, with last good values standing in for refused ones), and every refused key (full
+     * key → why, and what is done meanwhile).
+     */
+    private record Built(QuotaConfig config, Map<String, String> effective, java.util.SortedMap<String, String> invalid,
+                         Map<String, String> meanwhile, boolean factorKnown) {
+    }
+
+    /**
+     * Builds the configuration key by key (issue 22): every valid value applies; a refused value (invalid, or above
+     * the value limit) is replaced by the last good value of its key in {@code lastGood}, if this process applied
+     * one (or its absence, for a key that was absent from it); else a bucket's key is left out (the bucket gets the fallback quotas, as any bucket without a key), an
+     * unknown key is ignored, and a key every decision needs ({@link #GLOBAL_KEYS}) leaves no configuration at all.
+     */
+    private static Built build(String prefix, Map<String, String> values, Map<String, ConfigProblem> big,
+            Map<String, String> lastGood, QuotaLayout.ParseCache cache) { // lastGood: null before a first configuration
+        Map<String, List<ConfigProblem>> byKey = new TreeMap<>();
+        big.forEach((rel, problem) -> byKey.computeIfAbsent(rel, k -> new ArrayList<>()).add(problem));
+        Map<String, String> effective = new TreeMap<>(values);
         QuotaConfig cfg = null;
         try {
-            cfg = QuotaLayout.fromValues(prefix, values, cache);
+            cfg = QuotaLayout.fromValues(prefix, effective, cache, byKey);
         } catch (QuotaConfigException e) {
-            problems.addAll(e.problems());
+            // every problem is in byKey, by key
         }
-        if (!problems.isEmpty()) {
-            throw new QuotaConfigException(problems);
+        if (byKey.isEmpty()) {
+            return new Built(cfg, effective, java.util.Collections.emptySortedMap(), Map.of(), true);
         }
-        return cfg;
+        java.util.SortedMap<String, String> invalid = new TreeMap<>();
+        Map<String, String> meanwhile = new TreeMap<>();
+        boolean missing = false;
+        boolean factorKnown = true;
+        for (Map.Entry<String, List<ConfigProblem>> e : byKey.entrySet()) {
+            String rel = e.getKey();
+            String good = lastGood == null ? null : lastGood.get(rel);
+            String action;
+            if (good != null) {
+                effective.put(rel, good);
+                action = "its last good value stays in force";
+            } else {
+                effective.remove(rel);
+                if (lastGood != null && GLOBAL_KEYS.contains(rel) && !rel.equals(QuotaLayout.DEFAULT)) {
+                    action = "it was absent from the configuration in force, which stays so";
+                } else if (GLOBAL_KEYS.contains(rel)) {
+                    missing = true;
+                    factorKnown &= !rel.equals(QuotaLayout.FACTOR);
+                    action = "no earlier value is known to this process: no configuration can be built, not serving";
+                } else if (rel.startsWith(QuotaLayout.RESOURCES)) {
+                    action = "no earlier value is known to this process: the bucket gets the fallback quotas"
+                            + " (methods_default, default) meanwhile";
+                } else {
+                    action = "ignored";
+                }
+            }
+            invalid.put(prefix + rel, String.join("; ", e.getValue().stream().map(ConfigProblem::toString).toList()));
+            meanwhile.put(prefix + rel, action);
+        }
+        cfg = null;
+        if (!missing) {
+            try {
+                cfg = QuotaLayout.fromValues(prefix, effective, cache);
+            } catch (QuotaConfigException e) { // not expected: every value left was valid on its own
+                invalid.put(prefix, String.join("; ", e.errors()));
+                meanwhile.put(prefix, "no configuration can be built, not serving");
+            }
+        }
+        return new Built(cfg, effective, invalid, meanwhile, factorKnown);
+    }
+
+    /**
+     * The configuration in force while none can be built: every request refused (rate 0), with etcd's factor when
+     * that key is valid (else 1). A limiter holding it does not join the membership ({@link #usable()}).
+     */
+    private static QuotaConfig placeholder(Map<String, String> values) {
+        int factor = 1;
+        String f = values.get(QuotaLayout.FACTOR);
+        if (f != null) {
+            try {
+                factor = dev.levee.config.QuotaConfigLoader.parseFactor(f, QuotaLayout.FACTOR);
+            } catch (QuotaConfigException e) {
+                // reported by build(); the placeholder refuses everything anyway
+            }
+        }
+        return QuotaConfig.builder().factor(factor).defaultQuota(new dev.levee.quota.Quota(0, 0)).build();
+    }
+
+    /**
+     * Says each newly refused value once (ERROR naming the key, the field and what is done meanwhile) and counts it in
+     * {@link #rejectedUpdates()}; says when a key refused before is valid again. Timer thread (or start).
+     */
+    private void report(Built b, long rev) {
+        for (Map.Entry<String, String> e : b.invalid().entrySet()) {
+            if (!e.getValue().equals(reported.get(e.getKey()))) {
+                countRejected();
+                LOG.error("etcd key {} refused at revision {}: {}; {}", e.getKey(), rev, e.getValue(),
+                        b.meanwhile().get(e.getKey()));
+            }
+        }
+        for (String k : reported.keySet()) {
+            if (!b.invalid().containsKey(k)) {
+                LOG.info("etcd key {} valid again at revision {}", k, rev);
+            }
+        }
+        reported = b.invalid();
+        invalid = java.util.Collections.unmodifiableSortedMap(b.invalid());
+        factorKnown = b.factorKnown();
     }
 
     private synchronized void watchFrom(long rev) {
@@ -310,27 +433,29 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
             values = new TreeMap<>(raw);
             big = new TreeMap<>(oversized);
         }
-        QuotaConfig next;
         long t0 = System.nanoTime();
-        try {
-            next = validate(prefix, values, big, parseCache);
-        } catch (QuotaConfigException e) {
-            countRejected();
-            lastRejection = String.join("; ", e.errors());
-            LOG.error("etcd quota update at revision {} refused, keeping the last good configuration: {}", rev,
-                    lastRejection);
+        Built built = build(prefix, values, big, lastGood, parseCache);
+        report(built, rev);
+        QuotaConfig next = built.config();
+        if (next == null) {
+            if (usable) { // only before the first configuration: later every needed key has a last good value
+                LOG.error("no quota configuration can be built from etcd at revision {}; not serving", rev);
+            }
             return;
         }
-        lastRejection = null;
+        lastGood = built.effective();
+        boolean wasUsable = usable;
         synchronized (this) {
-            if (next.equals(current())) {
+            if (wasUsable && next.equals(current())) {
                 revision(rev);
                 return;
             }
             swap(next, rev);
+            usable = true;
         }
-        LOG.info("quotas updated from etcd at revision {} ({} keys validated in {} ms)", rev, values.size(),
-                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+        LOG.info("quotas updated from etcd at revision {} ({} keys validated in {} ms){}", rev, values.size(),
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0), wasUsable ? ""
+                        : ": a configuration is in force again");
         notifyListeners(next);
     }
 
@@ -407,11 +532,31 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
     }
 
     /**
-     * Returns the errors of the refusal in force: non-null while etcd's current state is refused
-     * (the configuration in force is older), null once a valid state has been applied.
+     * Returns the refused keys of etcd's current state with why, on one line ({@code key: problems; …}), or null
+     * when every value is valid.
      */
     public String lastRejection() {
-        return lastRejection;
+        java.util.SortedMap<String, String> now = invalid;
+        return now.isEmpty() ? null : String.join("; ", now.entrySet().stream()
+                .map(e -> e.getKey() + ": " + e.getValue()).toList());
+    }
+
+    @Override
+    public java.util.SortedMap<String, String> invalidKeys() {
+        return invalid;
+    }
+
+    @Override
+    public boolean usable() {
+        return usable;
+    }
+
+    /**
+     * Returns whether the factor in force is etcd's (valid, absent = 1, or its last good value): false while the
+     * {@code factor} key is invalid and no earlier value is known, when the observer must not hand a factor out.
+     */
+    public boolean factorKnown() {
+        return factorKnown;
     }
 
     @Override

@@ -193,7 +193,22 @@ public final class LimiterService implements AutoCloseable {
                 .register(registry);
         Gauge.builder("levee_config_revision", config, QuotaSource::revision)
                 .description("revision of the configuration in force").tag("limiter", options.id()).register(registry);
+        Gauge.builder("levee_config_invalid_keys", config, c -> c.invalidKeys().size())
+                .description("keys in etcd whose value is refused (each keeps its last good value, or none; /health names"
+                        + " them)").tag("limiter", options.id()).register(registry);
+        Gauge.builder("levee_config_usable", config, c -> c.usable() ? 1 : 0)
+                .description("0 while no configuration can be built (a key every decision needs is invalid and no"
+                        + " earlier value is known): the limiter refuses everything and does not join the membership")
+                .tag("limiter", options.id()).register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_limiter_state_lost_keys_total", this,
+                        s -> Math.max(0, s.table.freshWithinHorizon() - s.warmupFreshKeys))
+                .description("keys first seen within one refill horizon (tau + T) after this limiter started: any state an"
+                        + " earlier incarnation held for them was lost, and they began with a full burst (an upper bound)")
+                .tag("limiter", options.id()).register(registry);
     }
+
+    /** Keys of the warm-up's self-checks among {@link GcraTable#freshWithinHorizon()}, not counted as lost. */
+    private volatile long warmupFreshKeys;
 
     /**
      * Creates a limiter that decides ({@link #decide}) but neither listens nor sends heartbeats: for tests and
@@ -242,7 +257,12 @@ public final class LimiterService implements AutoCloseable {
                     : new HostPort(options.listen().host(), server.actualPort());
             return s.warmUp();
         }).map(v -> {
+            s.warmupFreshKeys = s.table.freshWithinHorizon();
             s.serving = true;
+            // issue 22 item 8: state is not carried across restarts; say so, and count what it may have cost
+            LOG.info("limiter {} starts with empty GCRA state: keys an earlier incarnation (or another limiter) held"
+                    + " in debt begin again with a full burst; keys first seen within one refill horizon are counted in"
+                    + " levee_limiter_state_lost_keys_total", options.id());
             if (options.observer() != null) {
                 s.heartbeatClient = vertx.createHttpClient(new HttpClientOptions().setConnectTimeout(1000)
                         .setKeepAlive(true));
@@ -518,11 +538,13 @@ public final class LimiterService implements AutoCloseable {
             req.response().putHeader(ACCEPT_POST, ACCEPT_POST_VALUE);
             Http.withBody(req, CheckBatch.MAX_BODY, body -> checkBatch(req, body));
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-            boolean ready = serving && config.ready() && observerReachable;
+            java.util.SortedMap<String, String> invalid = config.invalidKeys();
+            boolean ready = serving && config.ready() && observerReachable && invalid.isEmpty() && config.usable();
             Http.json(req.response(), ready ? 200 : 503, Map.of("status", ready ? "ready"
                             : !serving ? notServing : !config.ready() ? "configuration source unreachable"
-                            : "observer unreachable: " + heartbeatError,
-                    "id", options.id(), "revision", config.revision()));
+                            : !observerReachable ? "observer unreachable: " + heartbeatError
+                            : invalidStatus(config.usable(), invalid),
+                    "id", options.id(), "revision", config.revision(), "invalidKeys", invalid));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
         } else if (path.equals("/v1/stats") && req.method() == HttpMethod.GET) {
@@ -534,6 +556,25 @@ public final class LimiterService implements AutoCloseable {
         } else {
             Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + LogText.escape(path, 200));
         }
+    }
+
+    /**
+     * The {@code /health} status while etcd holds refused values (issue 22): each key with why, and whether the
+     * limiter serves meanwhile.
+     */
+    static String invalidStatus(boolean usable, java.util.SortedMap<String, String> invalid) {
+        StringBuilder sb = new StringBuilder(usable
+                ? "invalid configuration values, serving with the rest (each keeps its last good value, or none): "
+                : "no configuration can be built, not serving: ");
+        int n = 0;
+        for (Map.Entry<String, String> e : invalid.entrySet()) {
+            if (n++ == 10) {
+                sb.append("; and ").append(invalid.size() - 10).append(" more (see invalidKeys)");
+                break;
+            }
+            sb.append(n > 1 ? "; " : "").append(e.getKey()).append(": ").append(e.getValue());
+        }
+        return sb.toString();
     }
 
     /**

@@ -59,12 +59,31 @@ public final class ObserverService implements AutoCloseable {
     }
 
     /** What {@link #handle} needs besides the membership: this start's incarnation and readiness. */
-    private record Status(String incarnation, java.util.function.BooleanSupplier ready, String notReady) {
+    private record Status(String incarnation, java.util.function.BooleanSupplier ready, String notReady,
+                          ConfigStatus config) {
         static Status of(java.util.function.BooleanSupplier ready, String notReady) {
+            return of(ready, notReady, ConfigStatus.NONE);
+        }
+
+        static Status of(java.util.function.BooleanSupplier ready, String notReady, ConfigStatus config) {
             byte[] b = new byte[8];
             new java.security.SecureRandom().nextBytes(b);
-            return new Status(java.util.HexFormat.of().formatHex(b), ready, notReady);
+            return new Status(java.util.HexFormat.of().formatHex(b), ready, notReady, config);
         }
+    }
+
+    /**
+     * What an etcd-backed observer says about the quota configuration it reads the factor from (issue 22).
+     *
+     * @param problem     why {@code /health} answers 503 although the membership is ready (refused values in etcd,
+     *                    named by key), or null when there is none
+     * @param listRefusal why {@code GET /v1/limiters} answers 503 (no factor is known: handing out a wrong one would
+     *                    make clients divide quotas wrongly), or null when the list is served
+     */
+    public record ConfigStatus(java.util.function.Supplier<String> problem,
+                               java.util.function.Supplier<String> listRefusal) {
+        /** No configuration problem can arise (heartbeat membership, factor given at start). */
+        public static final ConfigStatus NONE = new ConfigStatus(() -> null, () -> null);
     }
 
     private final MembershipSource membership;
@@ -113,10 +132,21 @@ public final class ObserverService implements AutoCloseable {
     public static Future<ObserverService> start(Vertx vertx, HostPort listen, MembershipSource source,
                                                 java.util.function.BooleanSupplier ready, MeterRegistry registry,
                                                 Duration statsTimeout, StatsPage page) {
+        return start(vertx, listen, source, ready, registry, statsTimeout, page, ConfigStatus.NONE);
+    }
+
+    /**
+     * As {@link #start(Vertx, HostPort, MembershipSource, java.util.function.BooleanSupplier, MeterRegistry, Duration,
+     * StatsPage)}, with what the quota configuration in etcd says ({@code /health} 503 naming refused keys; the list
+     * refused while no factor is known; issue 22).
+     */
+    public static Future<ObserverService> start(Vertx vertx, HostPort listen, MembershipSource source,
+                                                java.util.function.BooleanSupplier ready, MeterRegistry registry,
+                                                Duration statsTimeout, StatsPage page, ConfigStatus config) {
         StatsAggregator stats = new StatsAggregator(vertx, statsTimeout);
         Gauge.builder("levee_observer_limiters", () -> source.view().limiters().size())
                 .description("active limiters").register(registry);
-        Status status = Status.of(ready, "etcd unreachable");
+        Status status = Status.of(ready, "etcd unreachable", config);
         return Http.listen(vertx, listen, req -> {
             if (StatsPage.owns(req.path())) {
                 StatsPage.handle(page, req);
@@ -208,7 +238,10 @@ public final class ObserverService implements AutoCloseable {
                 });
                 return;
             }
-            if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET) {
+            if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET
+                    && status.config().listRefusal().get() != null) {
+                Http.error(req.response(), 503, status.config().listRefusal().get());
+            } else if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET) {
                 MembershipView v = membership.view();
                 Http.json(req.response(), 200, new ListAnswer(v.revision(), v.factor(), v.limiters(), status.incarnation(),
                         status.ready().getAsBoolean()));
@@ -231,9 +264,11 @@ public final class ObserverService implements AutoCloseable {
                     Http.error(req.response(), 404, "no such limiter");
                 }
             } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-                boolean ok = status.ready().getAsBoolean();
-                Http.json(req.response(), ok ? 200 : 503, Map.of("status", ok ? "ready" : status.notReady(),
-                        "incarnation", status.incarnation()));
+                boolean ready = status.ready().getAsBoolean();
+                String problem = ready ? status.config().problem().get() : null;
+                boolean ok = ready && problem == null;
+                Http.json(req.response(), ok ? 200 : 503, Map.of("status", ok ? "ready" : !ready ? status.notReady()
+                        : problem, "incarnation", status.incarnation()));
             } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
                 Http.metrics(req, registry);
             } else {
