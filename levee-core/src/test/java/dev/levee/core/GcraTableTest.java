@@ -94,4 +94,29 @@ class GcraTableTest {
         assertThat(table.expirations()).isEqualTo(50);
         assertThat(table.evictions()).isZero();
     }
+
+    @Test
+    void keysFirstSeenWithinOneHorizonOfTheStartAreCountedAsPossiblyLostAndLaterOnesAreNot() {
+        // issue 22 item 8: 0.1 r/s burst 5 at g = 1: T = 10 s, horizon 50 s. A key an earlier incarnation had in debt
+        // can only still be in debt within 50 s of this table's start; a key first seen after that lost nothing
+        AtomicLong clock = new AtomicLong(-7 * SEC);
+        GcraTable table = GcraTable.create(clock::get, 1000);
+        GcraLimit limit = GcraLimit.of(0.1, 5, 1);
+        table.attempt("a", limit);
+        table.attempt("a", limit);
+        clock.addAndGet(49 * SEC);
+        table.attempt("b", limit);
+        assertThat(table.freshWithinHorizon()).as("a and b, each once").isEqualTo(2);
+        clock.addAndGet(2 * SEC); // 51 s after the start
+        table.attempt("c", limit);
+        table.attempt("a", limit);
+        assertThat(table.freshWithinHorizon()).isEqualTo(2);
+        // a short horizon ends sooner: rate 100, burst 1 → 10 ms
+        table.attempt("d", GcraLimit.of(100, 1, 1));
+        assertThat(table.freshWithinHorizon()).isEqualTo(2);
+        // a blocked quota (rate 0) creates no state and loses none
+        GcraTable fresh = GcraTable.create(clock::get, 1000);
+        fresh.attempt("z", GcraLimit.of(0, 5, 1));
+        assertThat(fresh.freshWithinHorizon()).isZero();
+    }
 }
