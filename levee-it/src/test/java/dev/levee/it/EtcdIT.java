@@ -132,11 +132,17 @@ class EtcdIT {
             LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("bad-1",
                     new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1000), source, SystemTicker.INSTANCE,
                     registry));
-            long goodRevision = source.revision();
+            var good = source.current();
             put(prefix + "resources/good", "quota: {rate: -3, burst: 1}\n");
             await().atMost(Duration.ofSeconds(5)).until(() -> source.rejectedUpdates() == 1);
-            assertThat(source.revision()).as("revision of the configuration in force").isEqualTo(goodRevision);
+            assertThat(source.current()).as("the key keeps its last good value (issue 22)").isEqualTo(good);
             assertThat(source.lastRejection()).contains(prefix + "resources/good").contains("quota.rate");
+            assertThat(source.invalidKeys()).containsOnlyKeys(prefix + "resources/good");
+            // other keys' updates still apply meanwhile (issue 22: until then the whole update was refused)
+            put(prefix + "resources/other", "quota: {rate: 4, burst: 1}\n");
+            await().atMost(Duration.ofSeconds(5)).until(() -> source.current().resources().containsKey("other"));
+            assertThat(source.current().resources().get("good").quota().rate()).isEqualTo(5.0);
+            assertThat(source.rejectedUpdates()).as("each refused value counted once").isEqualTo(1);
             CheckResponse r = l.decide(source.current(), "good", "k", S3Operation.GetObject, 1);
             assertThat(r.level()).isEqualTo("resource");
             assertThat(r.rate()).isEqualTo(5.0);
@@ -148,6 +154,9 @@ class EtcdIT {
             // a later fix is applied
             put(prefix + "resources/good", "quota: {rate: 9, burst: 2}\n");
             await().atMost(Duration.ofSeconds(5)).until(() -> source.current().resources().get("good").quota().rate() == 9.0);
+            assertThat(source.lastRejection()).isNull();
+            assertThat(dev.levee.runtime.Metrics.scrape(registry))
+                    .containsPattern("levee_config_invalid_keys\\{limiter=\"bad-1\"\\} 0\\.0");
             done(l.stop());
         }
     }
