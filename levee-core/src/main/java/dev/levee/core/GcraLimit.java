@@ -68,6 +68,40 @@ public record GcraLimit(long emissionIntervalNs, int capacity, long toleranceNs,
     }
 
     /**
+     * The spread of arrival times a burst must absorb to hold its rate (docs/decisions.md, "Bursts that hold the
+     * rate"): 40 ms, in nanoseconds. Levee itself bunches arrivals at a limiter: levee-client sends the checks that
+     * queued while earlier ones were out as one batch (one limiter round trip, 1–3 ms under load), and the checks of
+     * one batch reach GCRA at the same instant; NGINX workers, the network and the scheduler add their own spread.
+     * 40 ms is the largest spread that every burst of SPEC.md §4's formula ({@code rate / DF × 0.1}, rounded) of 2 or
+     * more absorbs, so the formula and this minimum disagree only where the formula rounds to 0 or 1.
+     */
+    public static final long ARRIVAL_SPREAD_NS = 40_000_000L;
+
+    /**
+     * Returns the smallest burst with which one limiter of a group of {@code groupSize} admits the whole rate of a
+     * stream that offers at least its share, when each arrival may come up to {@link #ARRIVAL_SPREAD_NS} later than
+     * a strictly periodic schedule: the smallest {@code burst ≥ 2} whose tolerance {@code τ = (burst − 1) × T} is at
+     * least that spread. A burst of 0 or 1 has no tolerance at all (SPEC.md §6: {@code c = max(burst, 1)}, {@code
+     * τ = 0}), so it admits the rate only for arrivals exactly {@code T} apart: it never holds the rate in practice.
+     * Pure arithmetic on the same {@code T} as {@link #of}.
+     *
+     * @param ratePerSecond the quota's rate in requests per second, finite and ≥ 0
+     * @param groupSize     {@code g}, the number of limiters sharing the quota, ≥ 1
+     * @return the minimum burst in requests, ≥ 2 ({@link Integer#MAX_VALUE} when it would exceed an int); 0 for rate
+     *         0 (a blocked quota has no rate to hold)
+     * @throws IllegalArgumentException when an argument is out of range
+     */
+    public static int minimumBurst(double ratePerSecond, int groupSize) {
+        GcraLimit one = of(ratePerSecond, 1, groupSize);
+        if (one.blocked()) {
+            return 0;
+        }
+        long t = one.emissionIntervalNs();
+        long intervals = (ARRIVAL_SPREAD_NS + t - 1) / t; // ceil(spread / T) ≥ 1
+        return (int) Math.min(Integer.MAX_VALUE, 1 + Math.max(1, intervals));
+    }
+
+    /**
      * Returns how far past {@code now} a key's TAT can be after an admitted request: {@code τ + T} ns.
      * State older than this horizon is equivalent to a fresh key.
      */

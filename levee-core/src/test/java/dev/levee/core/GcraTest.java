@@ -156,4 +156,45 @@ class GcraTest {
         }
         assertThat(more).isEqualTo(10);
     }
+
+    /**
+     * The minimum burst that holds a rate (issue 22 item 7, issue 26 item 2): 2 wherever one limiter's interval is at
+     * least the 40 ms arrival spread; above that, one more than the intervals the spread covers.
+     */
+    @Test
+    void minimumBurstIsTwoForSlowSharesAndCoversFortyMillisecondsForFastOnes() {
+        assertThat(GcraLimit.minimumBurst(3.3, 4)).isEqualTo(2);   // T = 1.21 s
+        assertThat(GcraLimit.minimumBurst(44, 4)).isEqualTo(2);    // T = 90.9 ms
+        assertThat(GcraLimit.minimumBurst(100, 4)).isEqualTo(2);   // T = 40 ms exactly
+        assertThat(GcraLimit.minimumBurst(101, 4)).isEqualTo(3);   // T = 39.6 ms
+        assertThat(GcraLimit.minimumBurst(5000, 4)).isEqualTo(51); // T = 800 µs: 50 intervals in 40 ms
+        assertThat(GcraLimit.minimumBurst(5000, 1)).isEqualTo(201); // T = 200 µs: 200 intervals
+        assertThat(GcraLimit.minimumBurst(0, 4)).isZero();
+    }
+
+    /**
+     * Why 0 and 1 never hold the rate: with {@code τ = 0} a request one nanosecond before its TAT is refused, and the
+     * allowance of the time until the next arrival is lost. Offered at 1.2 × the share, strictly periodic, a burst-1
+     * key admits every second arrival: 60 % of the rate; burst 2 admits the whole rate.
+     */
+    @Test
+    void burstOneAdmitsSixtyPercentOfAStreamOfferedAtOnePointTwoTimesItsShareAndBurstTwoAllOfIt() {
+        double rate = 8;
+        long period = (long) (1e9 * 4 / rate / 1.2); // one limiter of four: 2.4 arrivals/s
+        for (int burst : new int[] {1, 2}) {
+            GcraLimit limit = GcraLimit.of(rate, burst, 4);
+            Gcra.State s = new Gcra.State(limit.horizonNs());
+            int admitted = 0;
+            int n = 1200; // 500 s
+            for (int k = 0; k < n; k++) {
+                admitted += Gcra.admitted(Gcra.attempt(s, limit, k * period)) ? 1 : 0;
+            }
+            double share = admitted / (n * period / 1e9) / (rate / 4);
+            if (burst == 1) {
+                assertThat(share).isCloseTo(0.6, org.assertj.core.data.Offset.offset(0.01));
+            } else {
+                assertThat(share).isCloseTo(1.0, org.assertj.core.data.Offset.offset(0.01));
+            }
+        }
+    }
 }
