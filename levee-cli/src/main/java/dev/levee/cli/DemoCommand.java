@@ -430,6 +430,9 @@ final class DemoCommand implements Callable<Integer> {
         TimeUnit.MILLISECONDS.sleep(1200); // let every bucket of the warm-up's own counter drain: not synchronisation
     }
 
+    /** The first line of the demo's advice on bursts (DemoIT looks for it). */
+    static final String BURST_ADVICE = "Quotas whose burst cannot hold their rate";
+
     private static final int OFFERED = DemoTable.OFFERED;
     private static final int ACCEPTED = DemoTable.ACCEPTED;
     private static final int SLOWDOWN = DemoTable.SLOWDOWN;
@@ -528,17 +531,19 @@ final class DemoCommand implements Callable<Integer> {
         out.println();
         out.println(errors == 0 ? "No request failed with anything but SlowDown."
                 : errors + " request(s) failed otherwise" + (lastError[0] == null ? "" : "; last: " + lastError[0]));
-        boolean tightBurst = false;
+        // the quotas driven whose burst cannot hold their rate over g limiters, in the words `levee quota calc` and
+        // `levee config validate` use: a property of the quota, said whatever the load (docs/decisions.md, "Bursts
+        // that hold the rate")
+        List<String> weak = new ArrayList<>();
         for (int i = 0; i < m; i++) {
             Stream s = streams.get(i);
-            // only where the offered load exceeded the quota: below it, admitting less than the rate says nothing (issue 13)
-            boolean overQuota = s.offered > s.configured();
-            tightBurst |= s.quota.burst() <= 1 && overQuota && totals.get(i * 4 + ACCEPTED) / secs < 0.9 * s.configured();
+            if (!dev.levee.quota.BurstAdvice.holds(s.quota.rate(), s.quota.burst(), g)) {
+                weak.add("  [" + (i + 1) + "] " + dev.levee.quota.BurstAdvice.sentence(s.quota.rate(), s.quota.burst(), g));
+            }
         }
-        if (tightBurst) {
-            out.println("Quotas with burst 1 admit less than their rate: each of the g limiters enforces rate/g with a"
-                    + " burst of one request (docs/quotas.md, \"Groups\"), so requests that bunch up on one limiter are refused even"
-                    + " below the total rate. Give such quotas a larger burst (see `levee quota calc`).");
+        if (!weak.isEmpty()) {
+            out.println(BURST_ADVICE + " (as `levee config validate` and `levee quota calc` say):");
+            weak.forEach(out::println);
         }
         long failed = failedChecks.getAsLong() - failedBefore;
         if (notSent.get() > 0) {

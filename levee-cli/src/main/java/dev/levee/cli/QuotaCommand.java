@@ -470,7 +470,10 @@ final class QuotaCommand {
         }
     }
 
-    /** Prints rate = RPS × 1.1 and burst = rate / DF × 0.1 (SPEC.md §4). */
+    /**
+     * Prints rate = RPS × 1.1 and burst = rate / DF × 0.1 (SPEC.md §4), and, where that burst rounds below the
+     * minimum that holds the rate over DF limiters, a comment line saying so and naming the minimum.
+     */
     @Command(name = "calc", mixinStandardHelpOptions = true,
             description = "Compute a quota from the desired RPS: rate = RPS x 1.1, burst = rate / DF x 0.1.")
     static final class Calc implements Callable<Integer> {
@@ -512,12 +515,17 @@ final class QuotaCommand {
             }
             double rate = rps * 1.1;
             double exactBurst = rate / df * 0.1;
-            long burst = Math.max(1, Math.round(exactBurst));
+            long burst = dev.levee.quota.BurstAdvice.formulaBurst(rate, df);
             System.out.printf(Locale.ROOT, "# rps %s, factor %d: rate = %s x 1.1, burst = rate / %d x 0.1 = %.2f%n",
                     strip(rps), df, strip(rps), df, exactBurst);
             String shown = new java.math.BigDecimal(rate).round(new java.math.MathContext(9)).stripTrailingZeros()
                     .toPlainString();
             System.out.printf(Locale.ROOT, "rate: %s%nburst: %d%n", shown, burst);
+            // the formula's value is kept (SPEC.md §4); where it rounds to a burst that cannot hold the rate, say so
+            // in the words config validate and the demo use (docs/decisions.md, "Bursts that hold the rate")
+            if (burst < Integer.MAX_VALUE && !dev.levee.quota.BurstAdvice.holds(rate, (int) burst, df)) {
+                System.out.println("# " + dev.levee.quota.BurstAdvice.sentence(rate, (int) burst, df));
+            }
             return 0;
         }
 

@@ -51,6 +51,59 @@ class MainTest {
         Run r = run("config", "validate", p.toString());
         assertThat(r.status()).isZero();
         assertThat(r.out()).contains("OK").contains("factor 4");
+        // issue 26 item 2: the defaults hold their rate, so nothing to warn of
+        assertThat(r.out()).doesNotContain("warning");
+    }
+
+    /**
+     * Issue 22 item 7: a burst that cannot hold its rate over DF limiters is valid (SPEC.md §4) but said, with its
+     * path and the minimum that holds it, in the words {@code quota calc} uses; exit 0.
+     */
+    @Test
+    void validateWarnsOfBurstsThatCannotHoldTheirRateAndNamesTheMinimum() throws Exception {
+        Path p = write("weak.yaml", """
+                factor: 1
+                default: {rate: 5000, burst: 0}
+                resources:
+                  fine: {quota: {rate: 5000, burst: 500}}
+                  slow: {quota: {rate: 3.3, burst: 1}}
+                """);
+        Run r = run("config", "validate", p.toString());
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains(": OK (factor 1, 2 resources), 2 warning(s)")
+                .contains("  warning: default: burst 0 under-admits rate 5000/s over 1 limiter: tolerance (burst - 1) x T"
+                        + " = 0 ms at T = 0.2 ms absorbs less than 40 ms of bunched arrivals; burst 201 holds it"
+                        + " (docs/quotas.md, \"Bursts that hold the rate\")")
+                .contains("  warning: resources.slow.quota: burst 1 under-admits rate 3.3/s over 1 limiter")
+                .doesNotContain("resources.fine");
+    }
+
+    /**
+     * Issue 26 item 2: {@code quota calc} keeps the formula's burst (SPEC.md §4) and, where it rounds to one that
+     * cannot hold the rate over DF limiters, says so and names the burst that does; what it prints, validated, gives
+     * the same warning.
+     */
+    @ParameterizedTest(name = "rps {0} factor {1}: burst {2}, minimum {3}")
+    @CsvSource({"3, 4, 1, 2", "8, 4, 1, 2", "14, 4, 1, 2", "40, 4, 1, 2", "60, 4, 2, 0", "1000, 4, 28, 0",
+            "5000, 1, 550, 0", "1, 1, 1, 2"})
+    void calcSaysWhenTheFormulaRoundsToABurstThatCannotHoldTheRateAndValidateAgrees(double rps, int factor,
+            int burst, int minimum) throws Exception {
+        Run r = run("quota", "calc", "--rps", Double.toString(rps), "--factor", Integer.toString(factor));
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains("\nburst: " + burst + "\n");
+        String rate = r.out().lines().filter(l -> l.startsWith("rate: ")).findFirst().orElseThrow().substring(6);
+        Path p = write("calc.yaml", "factor: " + factor + "\ndefault: {rate: " + rate + ", burst: " + burst + "}\n");
+        Run v = run("config", "validate", p.toString());
+        assertThat(v.status()).as(v.err()).isZero();
+        if (minimum == 0) {
+            assertThat(r.out()).doesNotContain("under-admits");
+            assertThat(v.out()).doesNotContain("warning");
+        } else {
+            String said = "burst " + burst + " under-admits rate " + rate + "/s over " + factor + " limiter";
+            assertThat(r.out()).contains("# " + said).contains("burst " + minimum + " holds it");
+            String calcLine = r.out().lines().filter(l -> l.startsWith("# burst ")).findFirst().orElseThrow();
+            assertThat(v.out()).contains("  warning: default: " + calcLine.substring(2));
+        }
     }
 
     @ParameterizedTest(name = "{0}")

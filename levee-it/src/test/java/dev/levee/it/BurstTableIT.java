@@ -14,7 +14,7 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 @EnabledIfSystemProperty(named = "levee.burst.table", matches = "true")
 class BurstTableIT {
 
-    static final int[] BURSTS = {0, 1, 2, 3, 5, 10, 25, 50, 125};
+    static final int[] BURSTS = {0, 1, 2, 10, 51, 125, 201, 500};
 
     /** One limiter, factor 1, 5 000 req/s, 100 connections in a closed loop: through levee-client and straight. */
     @Test
@@ -40,6 +40,35 @@ class BurstTableIT {
             }
         }
         System.out.println("BURST TABLE factor 1 at 5000/s\n" + table);
+    }
+
+    /**
+     * One limiter, factor 1, 100 req/s ({@code T} = 10 ms, minimum burst 5), each bucket offered 1.2 x paced through
+     * levee-client: what a host too loaded for the 5 000 req/s closed loop can still offer.
+     */
+    @Test
+    void factorOneAt100PerSecond() throws Exception {
+        int[] bursts = {0, 1, 2, 3, 5, 10, 25};
+        double seconds = Double.parseDouble(System.getProperty("levee.burst.seconds", "40"));
+        StringBuilder q = new StringBuilder("factor: 1\ndefault: {rate: 1000000, burst: 100000}\nresources:\n");
+        Map<String, Double> offered = new LinkedHashMap<>();
+        for (int b : bursts) {
+            q.append("  f-b").append(b).append(": {quota: {rate: 100, burst: ").append(b).append("}}\n");
+            offered.put("f-b" + b, 120.0);
+        }
+        try (BurstAdmission s = new BurstAdmission(1, q.toString())) {
+            s.closedLoop("warm", 3, 50, false);
+            Map<String, BurstAdmission.Counts> got = s.paced(offered, seconds + 5, 5);
+            StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
+                    "factor 1, rate 100/s, offered 1.2 x, %.0f s counted%n| burst | admitted/s | %% of rate | rejected/s | failed |%n"
+                            + "|---:|---:|---:|---:|---:|%n", seconds));
+            for (int b : bursts) {
+                BurstAdmission.Counts c = got.get("f-b" + b);
+                table.append(String.format(Locale.ROOT, "| %d | %.1f | %.1f %% | %.1f | %d |%n", b,
+                        c.accepted() / c.seconds(), c.accepted() / c.seconds(), c.rejected() / c.seconds(), c.other()));
+            }
+            System.out.println("BURST TABLE factor 1 at 100/s\n" + table);
+        }
     }
 
     /** Factor 4 over 4 limiters, the rates of `quota calc --rps 3..40`, offered at 2 x and 1.2 x the rate. */
