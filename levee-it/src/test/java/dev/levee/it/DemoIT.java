@@ -132,11 +132,30 @@ class DemoIT {
         }
     }
 
-    /** The embedded defaults hold their rate (issue 26 item 2): the default demo advises nothing on bursts. */
+    /** A stream of the demo's header: {@code [i] label op quota R req/s x N counter(s), burst B; offered …}. */
+    static final Pattern STREAM = Pattern.compile("quota +([0-9.]+) req/s x \\d+ counter\\(s\\), burst (\\d+);");
+    static final Pattern GROUP = Pattern.compile("\\(g = (\\d+) limiters per group\\)");
+
+    /**
+     * The embedded defaults hold their rate (issue 26 item 2): every quota the default demo drives has at least the
+     * burst that holds its rate over the demo's group, and the demo advises nothing on bursts. Before: three of its
+     * quotas had burst 1.
+     */
     @Test
-    void theDefaultDemoHasNoBurstAdvice() {
+    void theDefaultDemoDrivesOnlyQuotasThatHoldTheirRateAndHasNoBurstAdvice() {
         String out = runDemo("defaults", List.of("--duration", "3s", "--warmup", "1s"));
         assertThat(out).contains("Summary:").doesNotContain(BURST_ADVICE).doesNotContain("under-admits");
+        int g = group(GROUP, out, 1);
+        Matcher m = STREAM.matcher(out);
+        int streams = 0;
+        while (m.find()) {
+            streams++;
+            double rate = Double.parseDouble(m.group(1));
+            int burst = Integer.parseInt(m.group(2));
+            assertThat(dev.levee.quota.BurstAdvice.holds(rate, burst, g)).as("%s: burst %d at %s/s over %d limiters",
+                    m.group(), burst, rate, g).isTrue();
+        }
+        assertThat(streams).as("streams in the header").isGreaterThanOrEqualTo(5);
     }
 
     static final Pattern S3_ENDPOINT = Pattern.compile("S3 endpoint  http://127\\.0\\.0\\.1:(\\d+) ");
