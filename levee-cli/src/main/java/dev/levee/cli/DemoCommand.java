@@ -538,7 +538,7 @@ final class DemoCommand implements Callable<Integer> {
         for (int i = 0; i < m; i++) {
             Stream s = streams.get(i);
             if (!dev.levee.quota.BurstAdvice.holds(s.quota.rate(), s.quota.burst(), g)) {
-                weak.add("  [" + (i + 1) + "] " + dev.levee.quota.BurstAdvice.sentence(s.quota.rate(), s.quota.burst(), g));
+                weak.add("  stream [" + (i + 1) + "]: " + dev.levee.quota.BurstAdvice.sentence(s.quota.rate(), s.quota.burst(), g));
             }
         }
         if (!weak.isEmpty()) {

@@ -125,7 +125,7 @@ class DemoIT {
         assertThat(out).contains("Summary:");
         if (burst == 1) {
             assertThat(validate).contains("  warning: default: " + said);
-            assertThat(out).contains(BURST_ADVICE).containsPattern("\\n  \\[\\d+] " + Pattern.quote(said) + "\\n");
+            assertThat(out).contains(BURST_ADVICE).containsPattern("\\n  stream \\[\\d+]: " + Pattern.quote(said) + "\\n");
         } else {
             assertThat(validate).doesNotContain("warning");
             assertThat(out).doesNotContain(BURST_ADVICE).doesNotContain("under-admits");
