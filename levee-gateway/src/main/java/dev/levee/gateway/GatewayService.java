@@ -20,6 +20,7 @@ import io.vertx.core.MultiMap;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.streams.Pipe;
+import io.vertx.core.streams.ReadStream;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientAgent;
@@ -119,6 +120,12 @@ public final class GatewayService implements AutoCloseable {
      * it early, before it closes the connection (closeAfterLinger).
      */
     private static final long LINGER_MILLIS = 2_000;
+    /**
+     * Bytes of a backend's early answer (it answered before the request body was sent) read ahead of the client and
+     * held, so that the backend's close right after it cannot destroy it (EarlyAnswer); error documents are far
+     * smaller.
+     */
+    private static final long EARLY_ANSWER_MAX_HELD = 1 << 20;
     /** Seconds a client is told to wait after a governance refusal (Retry-After). */
     private static final long RETRY_AFTER_SECONDS = 1;
 
@@ -299,15 +306,40 @@ public final class GatewayService implements AutoCloseable {
             governance.site().bind(registry);
         }
         this.healthToken = options.healthToken() == null ? null : options.healthToken().getBytes(StandardCharsets.UTF_8);
-        this.backend = vertx.createHttpClient(new HttpClientOptions()
+        // no idle timeout on the backend's connections: --backend-timeout is watched per exchange (BackendWatch),
+        // counting only the backend's own slowness; an all-idle timeout of the connection also counted the time the
+        // gateway held an upload's body (the governor, its client) and cut it. Pooled idle connections still close
+        // after the keep-alive timeout (60 s)
+        this.backend = vertx.httpClientBuilder().with(new HttpClientOptions()
                         .setKeepAlive(true)
                         .setTcpNoDelay(true)
-                        .setIdleTimeout((int) options.backendTimeout().toSeconds())
+                        .setIdleTimeout(0)
                         .setConnectTimeout(5000)
                         .setMaxInitialLineLength(16 * 1024)
                         .setMaxHeaderSize(64 * 1024)
-                        .setMaxChunkSize(BODY_CHUNK_BYTES),
-                new PoolOptions().setHttp1MaxSize(options.maxConnections()).setMaxWaitQueueSize(-1));
+                        .setMaxChunkSize(BODY_CHUNK_BYTES))
+                .with(new PoolOptions().setHttp1MaxSize(options.maxConnections()).setMaxWaitQueueSize(-1))
+                .withConnectHandler(GatewayService::keepReadingAfterAFailedWrite)
+                .build();
+    }
+
+    /**
+     * Keeps a backend connection open for reading when a write to it fails (issue 22, item 5). A backend that
+     * answers early (404 NoSuchBucket, 403) closes its connection with the request body unread, and its kernel
+     * resets it; the gateway's next write of the body then fails, and Netty's default (auto-close) closed the
+     * socket at once — before the answer, already in the socket's receive buffer, was read (Netty handles a
+     * channel's writes before its reads): the client got {@code 502} ("Connection was closed") for an answer that
+     * had arrived. Without auto-close, a failed write only shuts the output down: the answer is read, then the
+     * reset or the end of the stream closes the connection. Uses Vert.x's {@code ConnectionBase} (implementation,
+     * as {@link #closeNow}); another connection type keeps Netty's default.
+     */
+    private static void keepReadingAfterAFailedWrite(HttpConnection connection) {
+        if (connection instanceof io.vertx.core.net.impl.ConnectionBase base) {
+            base.channel().config().setAutoClose(false);
+        } else {
+            LOG.debug("backend connection {} is not a ConnectionBase: a failed write closes it",
+                    connection.getClass().getName());
+        }
     }
 
     /**
@@ -552,6 +584,9 @@ public final class GatewayService implements AutoCloseable {
         boolean lingerAfterResponse;
         /** The backend's response failed (its connection closed or was reset) before it was relayed whole. */
         Throwable backendResponseFailure;
+        /** {@code --backend-timeout}: the backend's slowness while the gateway waits for it; null before the request. */
+        BackendWatch backendWatch;
+        long backendTimer = -1;
         boolean finished;
 
         Exchange(HttpServerRequest req, Context context, Conn conn) {
@@ -571,6 +606,7 @@ public final class GatewayService implements AutoCloseable {
             }
             finished = true;
             stopBodyDeadline();
+            stopBackendWatch();
             if (continueTimer >= 0) {
                 vertx.cancelTimer(continueTimer);
             }
@@ -599,6 +635,13 @@ public final class GatewayService implements AutoCloseable {
                 closeAfterLinger(this);
             } else if (conn != null && connections.containsKey(conn.connection) && !closing) {
                 conn.awaitHead(); // a keep-alive connection waits for its next request head
+            }
+        }
+
+        void stopBackendWatch() {
+            if (backendTimer >= 0) {
+                vertx.cancelTimer(backendTimer);
+                backendTimer = -1;
             }
         }
 
@@ -860,8 +903,7 @@ public final class GatewayService implements AutoCloseable {
                 .setHost(options.backend().host())
                 .setPort(options.backend().port())
                 .setURI(req.uri())
-                .setHeaders(headers)
-                .setIdleTimeout(options.backendTimeout().toMillis());
+                .setHeaders(headers);
         backend.request(ro).onComplete(ar -> {
             if (ar.failed()) {
                 if (retriable(ex, attempt)) {
@@ -881,6 +923,7 @@ public final class GatewayService implements AutoCloseable {
                 return;
             }
             ex.backendRequest = out;
+            watchBackend(ex);
             String host = req.getHeader("Host");
             if (host != null) {
                 out.authority(io.vertx.core.net.HostAndPort.parseAuthority(host, -1));
@@ -912,7 +955,7 @@ public final class GatewayService implements AutoCloseable {
             });
             if (ex.bodyDone) {
                 req.resume(); // reads the end of a bodiless request
-                out.end();
+                new BackendSink(out, ex.backendWatch, SystemTicker.INSTANCE::read).end();
                 return;
             }
             streamBody(ex, out);
@@ -962,8 +1005,9 @@ public final class GatewayService implements AutoCloseable {
             ex.continued = true;
             resp.writeContinue();
         }
+        BackendSink sink = new BackendSink(out, ex.backendWatch, SystemTicker.INSTANCE::read);
         if (ex.upload != null) {
-            ex.upload.start(ex.body, out, new GovernedPipe.Listener() {
+            ex.upload.start(ex.body, sink, new GovernedPipe.Listener() {
                 @Override
                 public void ended() {
                     // the backend answers; relay() takes it from there
@@ -985,13 +1029,45 @@ public final class GatewayService implements AutoCloseable {
             Pipe<Buffer> pipe = ex.body.pipe();
             pipe.endOnFailure(false); // a body cut by the client must never reach the backend as complete
             ex.plainPipe = pipe;
-            pipe.to(out).onFailure(e -> {
+            pipe.to(sink).onFailure(e -> {
                 if (ex.body.failure() != null) {
                     clientBodyFault(ex, ex.body.failure());
                 }
                 // else the backend's side failed: its response (or its failure) answers
             });
         }
+    }
+
+    /**
+     * Starts watching the backend's side of an exchange with {@code --backend-timeout} ({@link BackendWatch}): only
+     * time the gateway waits for the backend counts, never time it holds the body itself (issue 22, item 3).
+     */
+    private void watchBackend(Exchange ex) {
+        ex.stopBackendWatch(); // a retry on another connection starts afresh
+        long timeout = options.backendTimeout().toNanos();
+        ex.backendWatch = new BackendWatch(timeout);
+        long check = Math.max(10, Math.min(1000, options.backendTimeout().toMillis() / 10));
+        ex.backendTimer = vertx.setPeriodic(check, t -> {
+            if (ex.backendWatch.expired(SystemTicker.INSTANCE.read())) {
+                backendTimedOut(ex);
+            }
+        });
+    }
+
+    /**
+     * The backend made no progress for {@code --backend-timeout} while the gateway waited for it: {@code 504
+     * GatewayTimeout} when the status line is not out yet, else the client's connection is closed (only a cut tells
+     * it); the backend request is reset (an upload is not stored) and what the request holds is freed.
+     */
+    private void backendTimedOut(Exchange ex) {
+        ex.stopBackendWatch();
+        if (ex.finished || ex.abandoned) {
+            return;
+        }
+        count("backend_timeout");
+        LOG.warn("backend {} timed out for {} {}: no progress for {} ms while {}", options.backend(), ex.req.method(),
+                LogText.escape(ex.req.path()), options.backendTimeout().toMillis(), ex.backendWatch.phase());
+        abandon(ex, 504, "GatewayTimeout", "The S3 backend did not answer in time.");
     }
 
     /** The client sent its body too slowly (SPEC.md §8 admission; issue 10): frees what the request holds. */
@@ -1048,7 +1124,10 @@ public final class GatewayService implements AutoCloseable {
             ex.req.pause();
         }
         if (ex.backendRequest != null) {
-            quiet(ex.backendRequest).reset();
+            if (ex.backendWatch == null || !ex.backendWatch.requestEnded()) {
+                quiet(ex.backendRequest); // an ended request takes no handler (Vert.x throws): it keeps its own
+            }
+            ex.backendRequest.reset();
         }
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
@@ -1085,7 +1164,16 @@ public final class GatewayService implements AutoCloseable {
     private void relay(Exchange ex, HttpClientResponse in) {
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
-        in.exceptionHandler(e -> {
+        ex.backendWatch.answered(SystemTicker.INSTANCE.read());
+        // the response body as the pipes read it: --backend-timeout counts while the gateway reads it and nothing
+        // comes, not while the gateway does not read (the download governor, a slow client)
+        WatchedBody watched = new WatchedBody(in, ex.backendWatch.deadline(), SystemTicker.INSTANCE::read, true,
+                ex::stopBackendWatch);
+        boolean early = !ex.bodyDone;
+        // an early answer is read at once and held: the backend's close right after it must not destroy it
+        EarlyAnswer held = early ? new EarlyAnswer(watched, EARLY_ANSWER_MAX_HELD) : null;
+        ReadStream<Buffer> source = early ? held : watched;
+        source.exceptionHandler(e -> {
             ex.backendResponseFailure = e;
             LOG.debug("backend response failed: {}", e.toString());
         });
@@ -1093,7 +1181,7 @@ public final class GatewayService implements AutoCloseable {
             in.request().reset();
             return;
         }
-        if (!ex.bodyDone) {
+        if (early) {
             // the backend answered before the whole body was sent (404 NoSuchBucket, 403): stop
             // reading it, relay the answer, then close both connections (neither can carry another
             // request); closing the client's waits for what it still sends (closeAfterLinger)
@@ -1117,13 +1205,13 @@ public final class GatewayService implements AutoCloseable {
                 && in.statusCode() != 304 && length != 0;
         if (!ex.governed() || !body || !TransferPolicy.chargesDownload(ex.operation)) {
             writeHead(req, in);
-            in.pipeTo(sink(ex, in)).onFailure(e -> {
+            source.pipeTo(sink(ex, in)).onFailure(e -> {
                 LOG.debug("response stream ended early: {}", e.toString());
                 req.connection().close();
             });
             return;
         }
-        in.pause();
+        source.pause();
         try {
             ex.download = governance.openPipe(Direction.DOWNLOAD, ex.principal, ex.context);
         } catch (RefusedException e) {
@@ -1144,14 +1232,16 @@ public final class GatewayService implements AutoCloseable {
             if (ex.finished) {
                 return; // the client went away while the permits were on their way
             }
-            if (ex.backendResponseFailure != null) {
-                // the answer was lost (its connection closed) while it waited for its permits: nothing of
-                // it is out yet, so the client is told so; a pipe started on it would fail on the ended stream
-                badGateway(req, ex.backendResponseFailure);
+            Throwable lost = early ? held.failure() : ex.backendResponseFailure;
+            if (lost != null) {
+                // the answer was lost (its connection closed before its end) while it waited for its permits: nothing
+                // of it is out yet, so the client is told so; a pipe started on it would fail on the ended stream. An
+                // early answer received whole is held and relayed whatever happened to its connection afterwards
+                badGateway(req, lost);
                 return;
             }
             writeHead(req, in);
-            pipe.start(in, sink(ex, in), new GovernedPipe.Listener() {
+            pipe.start(source, sink(ex, in), new GovernedPipe.Listener() {
                 @Override
                 public void ended() {
                     // the pipe ended the response; its end handler finishes the exchange
