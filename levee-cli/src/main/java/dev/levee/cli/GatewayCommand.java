@@ -112,7 +112,10 @@ final class GatewayCommand implements Callable<Integer> {
     Duration listGrace;
 
     @Option(names = "--backend-timeout", converter = Converters.DurationConverter.class, defaultValue = "60s",
-            description = "idle timeout towards the backend (default: ${DEFAULT-VALUE})")
+            description = "longest time the backend may make no progress while the gateway waits for it: taking none"
+                    + " of the request body, from the request's end to the status line, sending nothing of a response"
+                    + " being read; time the gateway itself holds the body or does not read (bandwidth governor, slow"
+                    + " clients) does not count; then 504 GatewayTimeout (default: ${DEFAULT-VALUE})")
     Duration backendTimeout;
 
     @Option(names = "--base-domain", split = ",", description = "base domains for virtual-hosted style requests")

@@ -259,6 +259,19 @@ class MainTest {
     }
 
     @Test
+    void gatewayBackendTimeoutIsTheBackendsOwnSlownessAsTheHelpSays() {
+        GatewayCommand set = new GatewayCommand();
+        new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--backend-timeout", "2s");
+        assertThat(set.options().backendTimeout()).isEqualTo(java.time.Duration.ofSeconds(2));
+        // issue 22, item 3: not an overall limit on the exchange (docs/gateway.md, "Backend timeout")
+        String help = run("gateway", "--help").out().replaceAll("\\s+", " ");
+        assertThat(help).contains("--backend-timeout=<backendTimeout>")
+                .contains("longest time the backend may make no progress while the gateway waits for it")
+                .contains("time the gateway itself holds the body or does not read (bandwidth governor, slow clients)"
+                        + " does not count; then 504 GatewayTimeout (default: 60s)");
+    }
+
+    @Test
     void gatewayClockSkewNeedsPrincipalsAndARange() throws Exception {
         Run without = run("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--max-clock-skew", "5m");
         assertThat(without.status()).isNotZero();

@@ -192,7 +192,10 @@ public final class GatewayService implements AutoCloseable {
      * @param backend        S3 backend {@code host:port} (HTTP)
      * @param enforce        check each request with the limiter cluster (off when NGINX checks)
      * @param onFailure      policy when the check fails
-     * @param backendTimeout idle timeout towards the backend (default 60 s)
+     * @param backendTimeout the longest time the backend may make no progress while the gateway waits for it
+     *                       (default 60 s; {@link BackendWatch}): taking none of the request body, from the
+     *                       request's end to the status line, sending nothing of a response being read; time the
+     *                       gateway itself holds the body or does not read does not count. Then {@code 504}
      * @param maxConnections connections to the backend (default 256)
      * @param governance     bandwidth governors and admission; {@link GovernanceSettings#off()} by default
      * @param healthToken    the bearer token of {@code GET /health/ready}; null = that endpoint
