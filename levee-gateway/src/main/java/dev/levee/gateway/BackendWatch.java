@@ -51,11 +51,18 @@ final class BackendWatch {
         }
     }
 
-    /** A write reached the socket ({@code bytes} &gt; 0) or failed ({@code bytes} = 0) at {@code now}. */
+    /**
+     * A write reached the socket ({@code bytes} &gt; 0) or failed ({@code bytes} = 0) at {@code now}. After a failed
+     * write nothing more is sent: the answer (or the connection's close) is awaited, as after the request's end.
+     */
     void written(long bytes, long now) {
         pendingWrites = Math.max(0, pendingWrites - 1);
         if (answered) {
             return; // the response's reading drives the deadline now
+        }
+        if (bytes <= 0) {
+            requestEnded(now);
+            return;
         }
         deadline.received(bytes, now);
         if (pendingWrites == 0 && !requestEnded) {

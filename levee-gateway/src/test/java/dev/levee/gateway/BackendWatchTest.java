@@ -62,6 +62,15 @@ class BackendWatchTest {
     }
 
     @Test
+    void afterAFailedWriteTheAnswerOrTheCloseIsAwaited() {
+        BackendWatch w = new BackendWatch(2 * S);
+        w.writing(0);
+        w.written(0, S); // the backend reset the connection under the write
+        assertThat(w.phase()).isEqualTo("answering");
+        assertThat(w.expired(3 * S)).isTrue();
+    }
+
+    @Test
     void afterTheStatusLineTheResponsesReadingDrivesTheDeadline() {
         BackendWatch w = new BackendWatch(2 * S);
         w.requestEnded(0);

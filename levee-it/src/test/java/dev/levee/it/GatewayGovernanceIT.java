@@ -962,19 +962,18 @@ class GatewayGovernanceIT {
         /**
          * With aws-chunked streaming (the SDK's default over HTTP) S3Proxy asks for the body ({@code
          * 100 Continue}), reads its first chunk, answers 404 and resets the connection with the
-         * rest unread: straight to S3Proxy the SDK gets {@code Broken pipe}, and through the gateway
-         * the 404 is lost whenever the reset reaches the gateway's event loop together with it
-         * (Netty flushes before it reads, the failed write closes the socket). Measured, not
-         * asserted beyond "mostly": see docs/decisions.md.
+         * rest unread: straight to S3Proxy the SDK gets {@code Broken pipe}. Through the gateway the
+         * 404 was lost whenever the reset reached the gateway's event loop together with it (Netty
+         * flushes before it reads, and the failed write closed the socket): 8 of 12 relayed. The
+         * backend's connections now keep reading after a failed write (issue 22, item 5): 12 of 12.
          */
         @Test
-        void withAwsChunkedStreamingTheGatewayRelaysTheResettingBackendsAnswerMostOfTheTime() {
+        void withAwsChunkedStreamingTheGatewayRelaysTheResettingBackendsAnswer() {
             List<Integer> straight = putsToAMissingBucket(rig.direct, 6);
             List<Integer> relayed = putsToAMissingBucket(rig.as("AKIASVCC"), 12);
             System.out.println("aws-chunked, 5 MB PUT to a missing bucket: straight to S3Proxy " + straight
                     + ", through the gateway " + relayed);
-            assertThat(relayed).as("the backend's 404, or a 502 when its reset destroyed it").isSubsetOf(404, 502);
-            assertThat(relayed.stream().filter(c -> c == 404).count()).as("relayed 404s of 12").isGreaterThanOrEqualTo(4);
+            assertThat(relayed).as("the backend's 404, relayed although it reset its connection").containsOnly(404);
             rig.awaitIdle();
         }
     }
