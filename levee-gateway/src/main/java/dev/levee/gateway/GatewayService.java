@@ -104,6 +104,12 @@ import org.slf4j.LoggerFactory;
  * body must progress ({@link ProgressDeadline}, measured only while the gateway reads it) or it is
  * answered {@code 400 RequestTimeout} and everything it holds is freed. Client faults (malformed
  * heads, bad chunked framing, resets) are one DEBUG line each and counted, never an ERROR.
+ *
+ * <h2>A slow backend</h2>
+ * {@code --backend-timeout} bounds the backend's own slowness only ({@link BackendWatch}): a body write that does not
+ * reach its socket, the request's end to the status line, a response read that brings nothing; past it the client
+ * gets {@code 504 GatewayTimeout} (or a cut once the status line is out). Time the gateway holds an upload's body
+ * (the governor, its client) or does not read a response never counts.
  */
 public final class GatewayService implements AutoCloseable {
 
