@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * subrequest, which reads only the status and headers) has an empty body, the POST form a JSON body
  * with the limiter, resource, operation and matched quota level. A request missing method or URI
  * gets 400. Also {@code GET /health} (503 while no limiter is known — every check then fails and passes by
- * NGINX's failure policy — or the observer is unreachable, with the reason) and {@code GET /metrics}.
+ * NGINX's failure policy — or no observer is reachable, with the reason; 200 while one of several answers) and
+ * {@code GET /metrics}.
  *
  * <p>Optionally a second listener speaks levee-line/1, the line protocol of rate.lua's cosocket transport
  * ({@link Line}; docs/nginx.md, "Transports: subrequest and cosocket"): the same checks by the same
@@ -158,7 +159,10 @@ public final class ClientService implements AutoCloseable {
                     "status", degraded == null ? "ready" : client.failingOpen() ? "no limiters known"
                             : warming.get() && client.observerReachable() ? "warming up" : "observer unreachable",
                     "revision", client.view().revision(), "observerReachable", client.observerReachable(),
-                    "failOpen", client.failingOpen(), "reason", degraded == null ? "" : degraded));
+                    "failOpen", client.failingOpen(), "reason", degraded == null ? "" : degraded,
+                    // which observer the list came from, and any other that does not answer (still 200: issue 22)
+                    "observer", client.observerInUse() == null ? "" : client.observerInUse().toString(),
+                    "observersDown", client.observersDownReason() == null ? "" : client.observersDownReason()));
         } else if (path.equals("/metrics") && req.method() == HttpMethod.GET) {
             Http.metrics(req, registry);
         } else {

@@ -51,7 +51,10 @@ import org.slf4j.LoggerFactory;
  * group is counted in {@code levee_client_results_total{result="spilled"}} and logged with
  * {@code spilled=true}. When no limiter answers, the result is {@link ClientDecision.Result#FAILED}.
  * The list is refreshed every {@code refresh}; when the observer is unreachable the last good list is
- * kept.
+ * kept. Given several observers (issue 22, item 9), every one is asked each round and the list is taken from
+ * one that answered — a ready one, the newest etcd revision, else the one in use ({@link ObserverChoice}); the
+ * client is degraded only when none answers, and an observer that does not answer while another does is a
+ * WARN when it begins and once per {@code warnInterval} after ({@link #observersDownReason()}).
  *
  * <p>A new list is not believed at once when it may be a gap rather than a change (issue 10): while
  * the observer marks its list not ready (a restarted observer for one heartbeat TTL, an observer
@@ -74,7 +77,9 @@ public final class LeveeClient implements AutoCloseable {
     /**
      * Settings of a client.
      *
-     * @param observer     the observer to poll
+     * @param observers    the observers to poll, one or more, each at most once (CLI {@code --observer a,b} or
+     *                     {@code LEVEE_OBSERVERS}): every one is asked each {@code refresh} and the list is taken
+     *                     from one that answers, by {@link ObserverChoice} (issue 22, item 9)
      * @param refresh      how often the limiter list is refreshed (default 1 s)
      * @param checkTimeout how long one limiter may take to answer (default 250 ms)
      * @param backoff      how long a failed limiter is skipped (default 2 s)
@@ -99,7 +104,7 @@ public final class LeveeClient implements AutoCloseable {
      *                     {@code --no-limiter-wire} turns it off); {@code maxInFlight} applies to HTTP only, and
      *                     {@code maxBatch} caps the checks of one wire frame too
      */
-    public record Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
+    public record Options(List<HostPort> observers, Duration refresh, Duration checkTimeout, Duration backoff,
                           List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
                           Duration checkDeadline, Duration warnInterval, boolean wire) {
         /** Requests outstanding per limiter before checks are batched, by default: 4. */
@@ -113,12 +118,24 @@ public final class LeveeClient implements AutoCloseable {
         /** {@link #DEFAULT_CHECK_DEADLINE_MS} as a duration. */
         public static final Duration DEFAULT_CHECK_DEADLINE = Duration.ofMillis(DEFAULT_CHECK_DEADLINE_MS);
 
+        /** Most observers one client polls: 16. */
+        public static final int MAX_OBSERVERS = 16;
+
         /**
          * Validates and copies.
          *
-         * @throws IllegalArgumentException when a duration is not positive or a limit is out of range
+         * @throws IllegalArgumentException when a duration is not positive, a limit is out of range, or the
+         *                                  observers are none, more than {@value #MAX_OBSERVERS}, or one is given twice
          */
         public Options {
+            if (observers == null || observers.isEmpty() || observers.size() > MAX_OBSERVERS) {
+                throw new IllegalArgumentException("observers must be 1-" + MAX_OBSERVERS + ", got "
+                        + (observers == null ? 0 : observers.size()));
+            }
+            observers = List.copyOf(observers);
+            if (new java.util.HashSet<>(observers).size() != observers.size()) {
+                throw new IllegalArgumentException("an observer is given twice: " + observers);
+            }
             for (Duration d : List.of(refresh, checkTimeout, backoff)) {
                 if (d.isNegative() || d.isZero()) {
                     throw new IllegalArgumentException("durations must be positive");
@@ -142,6 +159,25 @@ public final class LeveeClient implements AutoCloseable {
             baseDomains = List.copyOf(baseDomains);
         }
 
+        /** Settings with one observer. */
+        public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
+                       List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
+                       Duration checkDeadline, Duration warnInterval, boolean wire) {
+            this(List.of(observer), refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace,
+                    checkDeadline, warnInterval, wire);
+        }
+
+        /** Returns the first observer given (the only one, for a client given one). */
+        public HostPort observer() {
+            return observers.get(0);
+        }
+
+        /** Returns these settings polling {@code list} instead (see {@link #observers()}). */
+        public Options withObservers(List<HostPort> list) {
+            return new Options(list, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace,
+                    checkDeadline, warnInterval, wire);
+        }
+
         /** Settings with checks over the check wire where limiters take it. */
         public Options(HostPort observer, Duration refresh, Duration checkTimeout, Duration backoff,
                        List<String> baseDomains, int maxInFlight, int maxBatch, Duration listGrace,
@@ -152,7 +188,7 @@ public final class LeveeClient implements AutoCloseable {
 
         /** Returns these settings with the check wire on or off. */
         public Options withWire(boolean on) {
-            return new Options(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace,
+            return new Options(observers, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch, listGrace,
                     checkDeadline, warnInterval, on);
         }
 
@@ -197,16 +233,25 @@ public final class LeveeClient implements AutoCloseable {
      * @param limiters    the active limiters
      * @param incarnation the observer's start id; null from an observer older than issue 10
      * @param ready       false while the observer's list may be incomplete; null (older observer): ready
+     * @param membership  where the list comes from: {@code "etcd"} (the revision is etcd's and compares between
+     *                    observers), {@code "heartbeat"} (this observer's own count); null from an observer older
+     *                    than issue 22
      */
-    public record View(long revision, int factor, List<Member> limiters, String incarnation, Boolean ready) {
+    public record View(long revision, int factor, List<Member> limiters, String incarnation, Boolean ready,
+                       String membership) {
         /** Copies. */
         public View {
             limiters = limiters == null ? null : List.copyOf(limiters);
         }
 
+        /** A view without membership source. */
+        public View(long revision, int factor, List<Member> limiters, String incarnation, Boolean ready) {
+            this(revision, factor, limiters, incarnation, ready, null);
+        }
+
         /** A view without incarnation, ready. */
         public View(long revision, int factor, List<Member> limiters) {
-            this(revision, factor, limiters, null, null);
+            this(revision, factor, limiters, null, null, null);
         }
 
         /** Returns whether the observer marked this list complete (an older observer's always is). */
@@ -250,9 +295,21 @@ public final class LeveeClient implements AutoCloseable {
     private volatile View view = new View(0, 1, List.of());
     /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
     private volatile boolean stopped;
+    /** Whether the last refresh round reached an observer (any one of those given). */
     private volatile boolean observerReachable;
     /** Why the last refresh failed, for the warning. */
     private volatile String lastObserverError;
+    /** The observer whose list was taken last; null before the first answer. */
+    private volatile HostPort source;
+    /** What was wrong with each observer in the last round ("unreachable (why)", "not ready"); absent: fine. */
+    private volatile Map<HostPort, String> observerProblems = Map.of();
+    /** Each observer's incarnation as last seen, to say when one restarted. */
+    private final Map<HostPort, String> incarnations = new java.util.HashMap<>();
+    /** Refresh rounds started, and the latest whose answers were applied (under the client's lock). */
+    private final AtomicLong rounds = new AtomicLong();
+    private long appliedRound;
+    /** Some observers unreachable or not ready while another serves the list: warned, not failed. */
+    private final dev.levee.runtime.LoudCondition observersDown;
     private long refreshTimer = -1;
     private final io.vertx.core.Context context;
     /** The socket channel class of the check wire's connections, fitting Vert.x's event loops. */
@@ -276,13 +333,18 @@ public final class LeveeClient implements AutoCloseable {
                 .description("1 while the last limiter list is kept against a newer one (see levee_client_list_holds_total)")
                 .register(registry);
         this.degraded = new dev.levee.runtime.LoudCondition(options.warnInterval());
+        this.observersDown = new dev.levee.runtime.LoudCondition(options.warnInterval());
+        io.micrometer.core.instrument.Gauge.builder("levee_client_observers_unreachable", this,
+                        c -> c.observerProblems.values().stream().filter(p -> p.startsWith("unreachable")).count())
+                .description("observers (of those given to --observer) that did not answer the last refresh")
+                .register(registry);
         io.micrometer.core.instrument.Gauge.builder("levee_client_fail_open", this, c -> c.view.limiters().isEmpty() ? 1 : 0)
                 .description("1 while no limiter is known: every check answers failed and passes by the failure policy"
                         + " (counted in levee_client_results_total{result=\"failed\"})")
                 .register(registry);
         io.micrometer.core.instrument.Gauge.builder("levee_client_observer_unreachable", this,
                         c -> c.observerReachable ? 0 : 1)
-                .description("1 while the last refresh did not reach the observer (the last list is kept)")
+                .description("1 while the last refresh reached no observer (the last list is kept)")
                 .register(registry);
         // both reasons exported from the start at 0, so that rate() sees the first hold and dashboards find the series
         holds("not_ready");
@@ -310,11 +372,15 @@ public final class LeveeClient implements AutoCloseable {
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
         LeveeClient c = new LeveeClient(vertx, options, ticker, registry);
         return c.refresh().recover(e -> Future.succeededFuture()).map(v -> {
-            c.refreshTimer = vertx.setPeriodic(options.refresh().toMillis(),
-                    t -> c.refresh().onComplete(ar -> c.sayIfDegraded()));
+            c.refreshTimer = vertx.setPeriodic(options.refresh().toMillis(), t -> c.poll());
             c.sayIfDegraded();
             return c;
         });
+    }
+
+    /** One refresh as the timer makes it: the refresh, then what is to be said about the state it left. */
+    Future<Void> poll() {
+        return refresh().onComplete(ar -> sayIfDegraded());
     }
 
     /**
@@ -331,9 +397,74 @@ public final class LeveeClient implements AutoCloseable {
         return fetch();
     }
 
+    /**
+     * One refresh round: asks every observer at once, waits for each answer (or failure: a refused connection at
+     * once, a silent observer after the request's idle timeout of {@code max(500 ms, refresh)}), then takes the
+     * list {@link ObserverChoice} picks. Fails, keeping the last list, when no observer answered.
+     */
     private Future<Void> fetch() {
-        return request(new RequestOptions().setMethod(HttpMethod.GET).setHost(options.observer().host())
-                        .setPort(options.observer().port()).setURI("/v1/limiters")
+        long round = rounds.incrementAndGet();
+        List<HostPort> observers = options.observers();
+        List<Future<View>> polls = new java.util.ArrayList<>(observers.size());
+        for (HostPort o : observers) {
+            polls.add(fetchFrom(o));
+        }
+        return Future.join(polls).transform(ignored -> {
+            List<ObserverChoice.Answer> answers = new java.util.ArrayList<>(observers.size());
+            Map<HostPort, String> problems = new java.util.LinkedHashMap<>();
+            for (int i = 0; i < observers.size(); i++) {
+                Future<View> f = polls.get(i);
+                View v = f.succeeded() ? f.result() : null;
+                answers.add(new ObserverChoice.Answer(observers.get(i), v));
+                if (v == null) {
+                    problems.put(observers.get(i), "unreachable (" + reason(f.cause()) + ")");
+                } else if (!v.isReady()) {
+                    problems.put(observers.get(i), "not ready");
+                }
+            }
+            synchronized (this) {
+                if (round < appliedRound) {
+                    return Future.<Void>succeededFuture(); // a slower earlier round must not undo a later one
+                }
+                appliedRound = round;
+                for (ObserverChoice.Answer a : answers) {
+                    String was = a.view() == null ? null : incarnations.put(a.observer(), a.view().incarnation());
+                    if (was != null && a.view().incarnation() != null && !was.equals(a.view().incarnation())) {
+                        LOG.info("observer {} restarted (incarnation {} -> {}): revisions start again", a.observer(),
+                                was, a.view().incarnation());
+                    }
+                }
+                observerProblems = Map.copyOf(problems);
+                int chosen = ObserverChoice.choose(answers, source);
+                if (chosen < 0) {
+                    // said (WARN) by sayIfDegraded, with this cause, at once and every warnInterval while it lasts
+                    lastObserverError = observers.size() == 1 ? reason(polls.get(0).cause())
+                            : problems.entrySet().stream().map(e -> e.getKey() + " " + e.getValue())
+                            .collect(java.util.stream.Collectors.joining("; "));
+                    observerReachable = false;
+                    return Future.<Void>failedFuture(lastObserverError);
+                }
+                observerReachable = true;
+                HostPort from = answers.get(chosen).observer();
+                View v = answers.get(chosen).view();
+                HostPort was = source;
+                if (was != null && !was.equals(from)) {
+                    String problem = problems.get(was);
+                    LOG.info("taking the limiter list from observer {} (revision {}): {}", from, v.revision(),
+                            problem != null ? "observer " + was + " is " + problem
+                                    : "its revision is newer than observer " + was + "'s");
+                }
+                source = from;
+                adoptOrHold(v);
+            }
+            return Future.<Void>succeededFuture();
+        });
+    }
+
+    /** Asks one observer for its list; fails when it does not answer or answers something unusable. */
+    private Future<View> fetchFrom(HostPort observer) {
+        return request(new RequestOptions().setMethod(HttpMethod.GET).setHost(observer.host())
+                        .setPort(observer.port()).setURI("/v1/limiters")
                         .setIdleTimeout(Math.max(500, options.refresh().toMillis())))
                 .compose(r -> r.send())
                 .compose(resp -> resp.body().map(b -> {
@@ -350,18 +481,12 @@ public final class LeveeClient implements AutoCloseable {
                     if (v.factor() < 1 || v.limiters() == null) {
                         throw new IllegalStateException("observer sent factor < 1 or no list");
                     }
-                    observerReachable = true;
-                    synchronized (this) {
-                        adoptOrHold(v);
-                    }
-                    return (Void) null;
-                })
-                .onFailure(e -> {
-                    // said (WARN) by sayIfDegraded, with this cause, at once and every warnInterval while it lasts
-                    lastObserverError = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-                    observerReachable = false;
-                })
-                .mapEmpty();
+                    return v;
+                });
+    }
+
+    private static String reason(Throwable e) {
+        return e == null ? "no answer" : e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
     }
 
     /**
@@ -370,10 +495,6 @@ public final class LeveeClient implements AutoCloseable {
      */
     private void adoptOrHold(View v) {
         View old = view;
-        if (old.incarnation() != null && v.incarnation() != null && !old.incarnation().equals(v.incarnation())) {
-            LOG.info("observer {} restarted (incarnation {} -> {}): revisions start again", options.observer(),
-                    old.incarnation(), v.incarnation());
-        }
         int had = old.limiters().size();
         String reason = null;
         if (had > 0 && !v.isReady()) {
@@ -391,7 +512,7 @@ public final class LeveeClient implements AutoCloseable {
                 holds(reason).increment();
                 held = true;
                 LOG.warn("observer {} sent {} limiters (revision {}, {}) against {} in use: keeping the last list{}",
-                        options.observer(), v.limiters().size(), v.revision(),
+                        source, v.limiters().size(), v.revision(),
                         reason.equals("not_ready") ? "not ready" : "fewer than half", had,
                         reason.equals("not_ready") ? " until it is ready"
                                 : " for up to " + options.listGrace().toMillis() + " ms");
@@ -449,15 +570,53 @@ public final class LeveeClient implements AutoCloseable {
         }
         View v = view;
         if (v.limiters().isEmpty()) {
-            return (observerReachable ? "observer " + options.observer() + " lists no active limiter"
-                    : "observer " + options.observer() + " unreachable and no limiter known")
+            return (observerReachable ? "observer " + source + " lists no active limiter"
+                    : observersText() + " unreachable and no limiter known")
                     + ": every check answers 'failed' and passes by the failure policy (fails open by default)";
         }
         if (!observerReachable) {
-            return "observer " + options.observer() + " unreachable: checks use the last list (" + v.limiters().size()
+            return observersText() + " unreachable: checks use the last list (" + v.limiters().size()
                     + " limiters, revision " + v.revision() + "), which may be out of date";
         }
         return null;
+    }
+
+    /** "observer A" for one observer, "observers A, B" for several: what the messages name. */
+    private String observersText() {
+        List<HostPort> o = options.observers();
+        return o.size() == 1 ? "observer " + o.get(0) : "observers " + o.stream().map(HostPort::toString)
+                .collect(java.util.stream.Collectors.joining(", "));
+    }
+
+    /**
+     * Returns which of several observers are unreachable or not ready while another serves the list, or null when
+     * every one answers (or none does: then {@link #degradedReason()} says it). Not a degraded state: checks are
+     * decided with a current list; it is warned about so that the observer is brought back before the last one fails.
+     */
+    public String observersDownReason() {
+        Map<HostPort, String> problems = observerProblems;
+        if (stopped || !observerReachable || problems.isEmpty()) {
+            return null;
+        }
+        StringBuilder b = new StringBuilder();
+        for (HostPort o : options.observers()) { // in the order given: the same set reads the same each time
+            String p = problems.get(o);
+            if (p != null) {
+                b.append(b.isEmpty() ? "" : ", ").append("observer ").append(o)
+                        .append(p.startsWith("unreachable") ? " unreachable" : " " + p);
+            }
+        }
+        return b + ": limiter lists from observer " + source;
+    }
+
+    /** Returns the observer whose list was taken last, or null before any answered. */
+    public HostPort observerInUse() {
+        return source;
+    }
+
+    /** Returns what was wrong with each observer in the last refresh ("unreachable (why)", "not ready"); empty: none. */
+    public Map<HostPort, String> observerProblems() {
+        return observerProblems;
     }
 
     /** Returns whether every check fails now for want of a limiter (and passes by the failure policy). */
@@ -474,6 +633,15 @@ public final class LeveeClient implements AutoCloseable {
                     observerReachable ? "" : "; " + lastObserverError);
             case ENDED -> LOG.info("checks decided by limiters again after {} s ({} limiters known)", r.seconds(),
                     view.limiters().size());
+            case NONE -> {
+            }
+        }
+        dev.levee.runtime.LoudCondition.Report d = observersDown.update(ticker.read(), observersDownReason());
+        switch (d.kind()) {
+            case BEGAN, LASTS -> LOG.warn("{}{} ({})", d.reason(), d.kind() == dev.levee.runtime.LoudCondition.Kind.LASTS
+                    ? " for " + d.seconds() + " s" : "", observerProblems.entrySet().stream()
+                    .map(e -> e.getKey() + " " + e.getValue()).collect(java.util.stream.Collectors.joining("; ")));
+            case ENDED -> LOG.info("no longer so after {} s: {}", d.seconds(), d.reason());
             case NONE -> {
             }
         }
@@ -495,7 +663,7 @@ public final class LeveeClient implements AutoCloseable {
         return view;
     }
 
-    /** Returns whether the last refresh reached the observer. */
+    /** Returns whether the last refresh reached an observer (one of those given is enough). */
     public boolean observerReachable() {
         return observerReachable;
     }

@@ -21,13 +21,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p>API: {@code POST /v1/heartbeat {"id","address"}} → 204; {@code DELETE /v1/limiters/<id>} →
  * 204/404; {@code GET /v1/limiters} → {@code {revision, factor, limiters:[{id,address}], incarnation,
- * ready}}; {@code GET /health}; {@code GET /metrics}; {@code GET /ui/} the live page when enabled
+ * ready, membership}}; {@code GET /health}; {@code GET /metrics}; {@code GET /ui/} the live page when enabled
  * ({@link StatsPage}). Malformed input → 400 with a message.
  *
  * <p>{@code incarnation} is a random id drawn at each start: revisions of two incarnations are not
  * comparable. {@code ready} is false while the list may be incomplete — for one heartbeat TTL after
  * a start (the limiters have not all sent a heartbeat yet), or while etcd is unreachable — and
  * {@code /health} then answers 503; clients keep their last list meanwhile (issue 10).
+ *
+ * <p>{@code membership} says where the list comes from and so whether revisions of two observers compare
+ * (issue 22, item 9): {@code "etcd"} — the revision is etcd's, the same for every observer of one etcd, so a
+ * client polling several takes the highest; {@code "heartbeat"} — the revision counts this observer's own
+ * changes and means nothing beside another observer's.
  */
 public final class ObserverService implements AutoCloseable {
 
@@ -55,20 +60,21 @@ public final class ObserverService implements AutoCloseable {
 
     /** The answer to {@code GET /v1/limiters}: the source's view with the incarnation and readiness. */
     private record ListAnswer(long revision, int factor, java.util.List<Member> limiters, String incarnation,
-                              boolean ready) {
+                              boolean ready, String membership) {
     }
 
     /** What {@link #handle} needs besides the membership: this start's incarnation and readiness. */
     private record Status(String incarnation, java.util.function.BooleanSupplier ready, String notReady,
-                          ConfigStatus config) {
-        static Status of(java.util.function.BooleanSupplier ready, String notReady) {
-            return of(ready, notReady, ConfigStatus.NONE);
+                          String membership, ConfigStatus config) {
+        static Status of(java.util.function.BooleanSupplier ready, String notReady, String membership) {
+            return of(ready, notReady, membership, ConfigStatus.NONE);
         }
 
-        static Status of(java.util.function.BooleanSupplier ready, String notReady, ConfigStatus config) {
+        static Status of(java.util.function.BooleanSupplier ready, String notReady, String membership,
+                         ConfigStatus config) {
             byte[] b = new byte[8];
             new java.security.SecureRandom().nextBytes(b);
-            return new Status(java.util.HexFormat.of().formatHex(b), ready, notReady, config);
+            return new Status(java.util.HexFormat.of().formatHex(b), ready, notReady, membership, config);
         }
     }
 
@@ -146,7 +152,7 @@ public final class ObserverService implements AutoCloseable {
         StatsAggregator stats = new StatsAggregator(vertx, statsTimeout);
         Gauge.builder("levee_observer_limiters", () -> source.view().limiters().size())
                 .description("active limiters").register(registry);
-        Status status = Status.of(ready, "etcd unreachable", config);
+        Status status = Status.of(ready, "etcd unreachable", "etcd", config);
         return Http.listen(vertx, listen, req -> {
             if (StatsPage.owns(req.path())) {
                 StatsPage.handle(page, req);
@@ -195,7 +201,7 @@ public final class ObserverService implements AutoCloseable {
                 .description("active limiters").register(registry);
         long started = ticker.read();
         long ttlNs = options.ttl().toNanos();
-        Status status = Status.of(() -> ticker.read() - started >= ttlNs, "collecting heartbeats");
+        Status status = Status.of(() -> ticker.read() - started >= ttlNs, "collecting heartbeats", "heartbeat");
         return Http.listen(vertx, options.listen(), req -> {
             if (StatsPage.owns(req.path())) {
                 StatsPage.handle(page, req);
@@ -244,7 +250,7 @@ public final class ObserverService implements AutoCloseable {
             } else if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET) {
                 MembershipView v = membership.view();
                 Http.json(req.response(), 200, new ListAnswer(v.revision(), v.factor(), v.limiters(), status.incarnation(),
-                        status.ready().getAsBoolean()));
+                        status.ready().getAsBoolean(), status.membership()));
             } else if (path.equals("/v1/heartbeat") && req.method() == HttpMethod.POST && heartbeats != null) {
                 Http.withBody(req, body -> {
                     try {
