@@ -40,9 +40,8 @@ final class ClientCommand implements Callable<Integer> {
                     + " rate.lua's keepalive (default: ${DEFAULT-VALUE})")
     Duration lineIdleTimeout;
 
-    @Option(names = "--observer", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7000",
-            description = "observer to poll (default: ${DEFAULT-VALUE})")
-    HostPort observer;
+    @Mixin
+    ObserverOptions observer = new ObserverOptions();
 
     @Option(names = "--refresh", converter = Converters.DurationConverter.class, defaultValue = "1s",
             description = "limiter list refresh interval (default: ${DEFAULT-VALUE})")
@@ -106,7 +105,7 @@ final class ClientCommand implements Callable<Integer> {
 
     /** The client library's settings from the options as parsed. */
     LeveeClient.Options options() {
-        return new LeveeClient.Options(observer, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch,
+        return new LeveeClient.Options(observer.list(), refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch,
                 listGrace, checkDeadline, warnInterval, wire);
     }
 

@@ -92,9 +92,8 @@ final class GatewayCommand implements Callable<Integer> {
             description = "when no limiter answers: ALLOW or DENY (default: ${DEFAULT-VALUE})")
     GatewayService.OnFailure onFailure;
 
-    @Option(names = "--observer", converter = Converters.HostPortConverter.class, defaultValue = "127.0.0.1:7000",
-            description = "observer to poll (default: ${DEFAULT-VALUE})")
-    HostPort observer;
+    @Mixin
+    ObserverOptions observer = new ObserverOptions();
 
     @Option(names = "--check-timeout", converter = Converters.DurationConverter.class, defaultValue = "250ms",
             description = "time one limiter may take (default: ${DEFAULT-VALUE})")
@@ -268,14 +267,15 @@ final class GatewayCommand implements Callable<Integer> {
 
     /** The embedded levee-client's settings: refresh 1 s and back-off 2 s as levee-client's defaults. */
     LeveeClient.Options clientOptions() {
-        return new LeveeClient.Options(observer, Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2), baseDomains,
-                LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT, LeveeClient.Options.DEFAULT_MAX_BATCH, listGrace, checkDeadline,
-                warnInterval);
+        return new LeveeClient.Options(observer.list(), Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2),
+                baseDomains, LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT, LeveeClient.Options.DEFAULT_MAX_BATCH, listGrace,
+                checkDeadline, warnInterval, true);
     }
 
     @Override
     public Integer call() {
         GatewayService.Options options = options();
+        observer.list(); // a bad --observer / LEVEE_OBSERVERS is a usage error before anything starts
         common.apply("levee-gateway");
         warnIfSecretsAreReadable(options.governance());
         Vertx vertx = dev.levee.runtime.Http.vertx();
