@@ -40,6 +40,14 @@ final class RoleProcess implements AutoCloseable {
      * @return the started process (not yet ready)
      */
     static RoleProcess start(Path dir, String name, List<String> args) {
+        return start(dir, name, args, java.util.Map.of());
+    }
+
+    /**
+     * Starts {@code levee args…} in a new JVM with {@code env} added to this process's environment (a packaged
+     * role's env file, e.g. {@code LEVEE_OBSERVERS}).
+     */
+    static RoleProcess start(Path dir, String name, List<String> args, java.util.Map<String, String> env) {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = new ArrayList<>(List.of(java));
         cmd.addAll(launcherJvmOptions(args));
@@ -48,8 +56,10 @@ final class RoleProcess implements AutoCloseable {
         try {
             Files.createDirectories(dir);
             Path out = dir.resolve(name + ".out");
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.to(out.toFile())).start();
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.to(out.toFile()));
+            pb.environment().putAll(env);
+            Process p = pb.start();
             return new RoleProcess(name, p, out);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
