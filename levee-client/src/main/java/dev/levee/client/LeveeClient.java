@@ -590,13 +590,13 @@ public final class LeveeClient implements AutoCloseable {
 
     /**
      * Returns which of several observers are unreachable or not ready while another serves the list, or null when
-     * every one answers (or none does: then {@link #degradedReason()} says it). Not a degraded state: checks are
+     * every one answers, none does (then {@link #degradedReason()} says it), or only one observer is given. Not a degraded state: checks are
      * decided with a current list; it is warned about so that the observer is brought back before the last one fails.
      */
     public String observersDownReason() {
         Map<HostPort, String> problems = observerProblems;
-        if (stopped || !observerReachable || problems.isEmpty()) {
-            return null;
+        if (stopped || !observerReachable || problems.isEmpty() || options.observers().size() == 1) {
+            return null; // one observer: its state is the client's (degradedReason, the list hold's own WARN)
         }
         StringBuilder b = new StringBuilder();
         for (HostPort o : options.observers()) { // in the order given: the same set reads the same each time

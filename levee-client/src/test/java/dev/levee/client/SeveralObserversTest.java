@@ -138,6 +138,16 @@ class SeveralObserversTest {
     }
 
     @Test
+    void oneObserverGivenIsNotAlsoReportedAsAnObserverDown() throws Exception {
+        ANSWER_A.set(list(3, true, "heartbeat", 2));
+        start(List.of(at(a)));
+        ANSWER_A.set(list(1, false, "heartbeat", 2)); // restarted: its own hold says so, and nothing more
+        round();
+        assertThat(client.listHeld()).isTrue();
+        assertThat(client.observersDownReason()).isNull();
+    }
+
+    @Test
     void heartbeatListsAreNotComparedByRevision() throws Exception {
         ANSWER_A.set(list(3, true, "heartbeat", 2));
         ANSWER_B.set(list(90, true, "heartbeat", 2));
