@@ -227,4 +227,29 @@ class ObserverFailoverIT {
             }
         }
     }
+
+    @Test
+    @Order(3)
+    void aGatewayGivenBothObserversTakesItsLimiterListFromTheOneAlive() throws Exception {
+        assertThat(observers[0].alive()).as("observer a is still down from the first test").isFalse();
+        int port = RoleProcess.freePort();
+        int admin = RoleProcess.freePort();
+        // --on-failure deny: without a list every request would be refused with 503 SlowDown; the backend is a closed
+        // port, so a request whose check passed gets 502 from the gateway instead
+        try (RoleProcess gw = RoleProcess.start(DIR, "gateway", List.of("gateway", "--listen", "127.0.0.1:" + port,
+                "--admin", "127.0.0.1:" + admin, "--backend", "127.0.0.1:" + RoleProcess.freePort(), "--on-failure",
+                "deny", "--observer", observer(0) + "," + observer(1)))) {
+            gw.awaitOutput("levee gateway listening", Duration.ofSeconds(60));
+            int refused = 0;
+            for (int i = 0; i < 10; i++) {
+                refused += get(port, "/alpha/k" + i).statusCode() == 503 ? 1 : 0;
+            }
+            String metrics = get(admin, "/metrics").body();
+            System.out.printf("gateway given both observers, observer a dead: %d of 10 requests refused for want of a"
+                    + " limiter list%n", refused);
+            assertThat(refused).as("requests refused by --on-failure deny").isZero();
+            assertThat(metrics).contains("levee_client_observers_unreachable 1.0").contains("levee_client_fail_open 0.0")
+                    .contains("levee_client_observer_unreachable 0.0");
+        }
+    }
 }
