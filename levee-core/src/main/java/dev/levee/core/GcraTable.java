@@ -26,6 +26,14 @@ import java.util.concurrent.atomic.LongAdder;
  * longer ones, and never more than about {@code maxKeys × }{@value #SLOT_BYTES}{@code  bytes} of
  * entries (256 MiB per million slots).
  *
+ * <h2>After a flood</h2>
+ * Caffeine's hash table and frequency sketch grow with the keys held and never shrink: a table that held a
+ * million keys keeps about 28 MiB of arrays once every key has expired (measured by
+ * {@code dev.levee.bench.memory.TableMemory}, issue 22). {@link #cleanUp()} therefore rebuilds the table — a
+ * new Caffeine cache of the same policy, the live entries moved into it — once it holds fewer than an eighth of
+ * the most keys it held since the last rebuild, and that most was at least {@value #TRIM_MIN_KEYS}. A decision
+ * racing with a rebuild moves its key's state into the new table itself, so no state is lost or doubled.
+ *
  * <p>Time comes only from the injected {@link Ticker}; maintenance runs on the calling thread.
  * Thread-safe: decisions on one key are serialised by locking that key's state; different keys
  * proceed in parallel.
@@ -41,18 +49,33 @@ public final class GcraTable {
     /** Heap one key slot stands for, bytes. */
     public static final int SLOT_BYTES = 256;
 
-    private final Cache<String, Gcra.State> states;
+    /** Fewest keys a table must have held before it is rebuilt to release its grown arrays. */
+    public static final long TRIM_MIN_KEYS = 65_536;
+
+    /** The table in use; replaced by {@link #cleanUp()} when a flood has left it mostly empty. */
+    private volatile Cache<String, Gcra.State> states;
+    /** The table being emptied into {@link #states} by a rebuild, else null. */
+    private volatile Cache<String, Gcra.State> moving;
     private final Ticker ticker;
+    private final long maxKeys;
     private final LongAdder evictions = new LongAdder();
     private final LongAdder expirations = new LongAdder();
     private final LongAdder freshWithinHorizon = new LongAdder();
     /** When the table was made (ticker ns): the start of this incarnation's state. */
     private final long createdNs;
+    private final LongAdder rebuilds = new LongAdder();
+    /** Most keys seen held by {@link #cleanUp()} since the last rebuild; guarded by {@code this}. */
+    private long mostKeys;
 
     private GcraTable(Ticker ticker, long maxKeys) {
         this.ticker = ticker;
         this.createdNs = ticker.read();
-        this.states = Caffeine.newBuilder()
+        this.maxKeys = maxKeys;
+        this.states = newStates();
+    }
+
+    private Cache<String, Gcra.State> newStates() {
+        return Caffeine.newBuilder()
                 .ticker(ticker::read)
                 .executor(Runnable::run)
                 .maximumWeight(maxKeys)
@@ -125,14 +148,25 @@ public final class GcraTable {
         if (limit.blocked()) {
             return -GcraLimit.BLOCKED_RETRY_NS;
         }
-        Gcra.State state = states.getIfPresent(key);
+        Cache<String, Gcra.State> held = states;
+        Gcra.State state = held.getIfPresent(key);
         if (state == null) {
-            Gcra.State fresh = new Gcra.State(limit.horizonNs());
-            Gcra.State prior = states.asMap().putIfAbsent(key, fresh);
-            state = prior == null ? fresh : prior;
-            if (prior == null && now - createdNs < limit.horizonNs()) {
+            // during a rebuild a key not yet moved is still in the old table, with its debt
+            Cache<String, Gcra.State> old = moving;
+            Gcra.State known = old == null ? null : old.policy().getIfPresentQuietly(key);
+            Gcra.State candidate = known != null ? known : new Gcra.State(limit.horizonNs());
+            Gcra.State prior = held.asMap().putIfAbsent(key, candidate);
+            state = prior == null ? candidate : prior;
+            if (prior == null && known == null && now - createdNs < limit.horizonNs()) {
                 freshWithinHorizon.increment();
             }
+        }
+        // rebuilt since this decision read the table (cleanUp): the state goes into the new table unless one is
+        // there already, and the one there is used, so that every later decision on this key locks the same state
+        for (Cache<String, Gcra.State> current = states; current != held; current = states) {
+            Gcra.State there = current.asMap().putIfAbsent(key, state);
+            state = there == null ? state : there;
+            held = current;
         }
         synchronized (state) {
             return Gcra.attempt(state, limit, now);
@@ -166,13 +200,35 @@ public final class GcraTable {
         return expirations.sum();
     }
 
+    /** Returns how many times the table was rebuilt to release what a flood had grown ({@link #cleanUp()}). */
+    public long rebuilds() {
+        return rebuilds.sum();
+    }
+
     /**
-     * Runs pending maintenance now: drops expired keys and enforces the cap. Caffeine runs it as a side
-     * effect of use; a table that sees no traffic keeps its expired entries until this is called, so the
-     * service calls it periodically (memory comes back after a key flood without further requests).
+     * Runs pending maintenance now: drops expired keys and enforces the cap, then rebuilds the table when it
+     * holds fewer than an eighth of the most keys it held (at least {@value #TRIM_MIN_KEYS}) since the last
+     * rebuild. Caffeine runs its maintenance as a side effect of use; a table that sees no traffic keeps its
+     * expired entries until this is called, so the service calls it periodically (memory comes back after a
+     * key flood without further requests).
      */
-    public void cleanUp() {
-        states.cleanUp();
+    public synchronized void cleanUp() {
+        Cache<String, Gcra.State> held = states;
+        held.cleanUp();
+        long size = held.estimatedSize();
+        mostKeys = Math.max(mostKeys, size);
+        if (mostKeys < TRIM_MIN_KEYS || size > mostKeys / 8) {
+            return;
+        }
+        // a new table of the same policy, whose arrays fit the keys now held; decisions that still hold the
+        // old one move their key's state over themselves (attempt), these moves cover every other key
+        Cache<String, Gcra.State> fresh = newStates();
+        moving = held;
+        states = fresh;
+        held.asMap().forEach(fresh.asMap()::putIfAbsent);
+        moving = null;
+        mostKeys = fresh.estimatedSize();
+        rebuilds.increment();
     }
 
     /** Returns the state held for {@code key}, or null; for tests and diagnostics. */

@@ -119,4 +119,102 @@ class GcraTableTest {
         fresh.attempt("z", GcraLimit.of(0, 5, 1));
         assertThat(fresh.freshWithinHorizon()).isZero();
     }
+
+    /**
+     * Issue 22, item 6: Caffeine's arrays grow with the keys held and never shrink; a table that held a million
+     * keys kept ~28 MiB of them once every key had expired. Emptied by expiry, it is rebuilt and they go.
+     */
+    @Test
+    void aTableEmptiedAfterAFloodReleasesTheArraysTheFloodGrew() throws Exception {
+        java.lang.management.MemoryMXBean memory = java.lang.management.ManagementFactory.getMemoryMXBean();
+        AtomicLong clock = new AtomicLong();
+        GcraTable table = GcraTable.create(clock::get, GcraTable.DEFAULT_MAX_KEYS);
+        GcraLimit limit = GcraLimit.of(10, 1, 1); // horizon 100 ms
+        long before = usedHeap(memory);
+        for (int i = 0; i < 1_000_000; i++) {
+            table.attempt("k" + i, limit);
+        }
+        table.cleanUp();
+        assertThat(table.size()).isEqualTo(1_000_000);
+        clock.addAndGet(5 * SEC); // past the horizon and a bucket of Caffeine's timer wheel (~1.07 s)
+        table.cleanUp();
+        assertThat(table.size()).isZero();
+        long residue = usedHeap(memory) - before;
+        System.out.printf("table emptied after 1 M keys: %.1f MiB retained, %d rebuilds%n", residue / 1048576.0,
+                table.rebuilds());
+        assertThat(residue).as("heap retained by the emptied table, bytes").isLessThan(4L << 20);
+        assertThat(table.rebuilds()).isEqualTo(1);
+        assertThat(table.expirations()).isEqualTo(1_000_000);
+    }
+
+    private static long usedHeap(java.lang.management.MemoryMXBean memory) throws InterruptedException {
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            Thread.sleep(50); // lets the collector finish; a measurement, not synchronisation
+        }
+        return memory.getHeapMemoryUsage().getUsed();
+    }
+
+    @Test
+    void aRebuildKeepsTheKeysStillHeldWithTheirDebtAndIsNotRepeatedWhileSmall() {
+        AtomicLong clock = new AtomicLong();
+        GcraTable table = GcraTable.create(clock::get, GcraTable.DEFAULT_MAX_KEYS);
+        GcraLimit brief = GcraLimit.of(1000, 1, 1); // horizon 1 ms
+        GcraLimit slow = GcraLimit.of(1.0 / 3600, 2, 1); // one request an hour, burst 2
+        assertThat(table.attempt("hot", slow)).isEqualTo(1);
+        assertThat(table.attempt("hot", slow)).isZero();
+        for (int i = 0; i < (int) GcraTable.TRIM_MIN_KEYS; i++) {
+            table.attempt("flood-" + i, brief);
+        }
+        table.cleanUp();
+        assertThat(table.rebuilds()).isZero(); // full
+        clock.addAndGet(5 * SEC);
+        table.cleanUp();
+        assertThat(table.rebuilds()).isEqualTo(1);
+        assertThat(table.size()).isEqualTo(1);
+        assertThat(table.attempt("hot", slow)).as("the hot key's debt survived the rebuild").isNegative();
+        table.cleanUp();
+        assertThat(table.rebuilds()).as("a small table is not rebuilt again").isEqualTo(1);
+    }
+
+    /** Decisions racing with rebuilds: frozen time, so each key admits exactly its burst whatever the rebuilds. */
+    @Test
+    void decisionsRacingWithRebuildsNeitherLoseNorDoubleAState() throws Exception {
+        AtomicLong clock = new AtomicLong();
+        GcraTable table = GcraTable.create(clock::get, GcraTable.DEFAULT_MAX_KEYS);
+        GcraLimit brief = GcraLimit.of(1000, 1, 1);
+        GcraLimit slow = GcraLimit.of(1.0 / 3600, 5, 1);
+        int keys = 200;
+        java.util.concurrent.atomic.AtomicInteger admitted = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.ExecutorService deciders = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            java.util.List<java.util.concurrent.Future<?>> work = new java.util.ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                work.add(deciders.submit(() -> {
+                    for (int n = 0; !done.get() && n < 50_000_000; n++) {
+                        if (table.attempt("hot-" + (n % keys), slow) >= 0) {
+                            admitted.incrementAndGet();
+                        }
+                    }
+                }));
+            }
+            for (int round = 0; round < 5; round++) {
+                for (int i = 0; i < (int) GcraTable.TRIM_MIN_KEYS; i++) {
+                    table.attempt("flood-" + round + "-" + i, brief);
+                }
+                table.cleanUp();
+                clock.addAndGet(5 * SEC); // the flood's keys expire; the hot keys gain no token in 5 s
+                table.cleanUp();
+            }
+            done.set(true);
+            for (java.util.concurrent.Future<?> f : work) {
+                f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            }
+        } finally {
+            deciders.shutdownNow();
+        }
+        assertThat(table.rebuilds()).isEqualTo(5);
+        assertThat(admitted.get()).isEqualTo(keys * 5);
+    }
 }

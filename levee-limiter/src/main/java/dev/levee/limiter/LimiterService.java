@@ -181,6 +181,10 @@ public final class LimiterService implements AutoCloseable {
                         GcraTable::expirations)
                 .description("idle keys dropped once their state equalled a fresh key's")
                 .tag("limiter", options.id()).register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("levee_limiter_key_table_rebuilds_total", table,
+                        GcraTable::rebuilds)
+                .description("rebuilds of the key table once a flood of keys had left it mostly empty (releases its arrays)")
+                .tag("limiter", options.id()).register(registry);
         Gauge.builder("levee_limiter_key_slots_max", table, t -> options.maxKeys())
                 .description("cap of the key table in key slots of 256 bytes (--max-keys)")
                 .tag("limiter", options.id()).register(registry);
