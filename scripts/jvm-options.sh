@@ -40,10 +40,13 @@ levee_jvm_options() {
   esac
   case "$role" in
     # the check path (docs/BENCHMARKS.md, "Garbage collector per role"): generational ZGC, whose pauses stay under
-    # 1 ms where G1's young pauses of ~3 ms grew to 20-90 ms whenever the GC threads waited for a core; a cycle at
-    # least every 15 s and uncommit after 30 s give memory back to the OS after a flood (more slowly than G1's
-    # periodic collection: docs/failure-modes.md, "Memory")
-    limiter|client) echo "$heap -XX:+UseZGC -XX:ZCollectionInterval=15 -XX:ZUncommitDelay=30 -XX:+ExitOnOutOfMemoryError" ;;
+    # 1 ms where G1's young pauses of ~3 ms grew to 20-90 ms whenever the GC threads waited for a core. A flood
+    # grows ZGC's heap towards -Xmx (it sizes the heap to the allocation rate, not to the few MiB that stay live)
+    # and the heap is what a flood leaves behind: a cycle at least every 15 s frees it, and uncommit after 5 s
+    # unused returns it (JDK 25 spreads the uncommit over time: with 30 s, nothing came back for 40-60 s after a
+    # flood of 2 M keys and 448 MiB were still held at 60 s against 201 before; with 5 s, 207-241 at 60 s:
+    # docs/failure-modes.md, "Memory"; LimiterMemoryIT)
+    limiter|client) echo "$heap -XX:+UseZGC -XX:ZCollectionInterval=15 -XX:ZUncommitDelay=5 -XX:+ExitOnOutOfMemoryError" ;;
     *) echo "$heap -XX:+UseG1GC -XX:G1PeriodicGCInterval=30000 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:+ExitOnOutOfMemoryError" ;;
   esac
 }
