@@ -83,7 +83,10 @@ public final class GcraTable {
                 .expireAfter(new HorizonExpiry())
                 .evictionListener((String key, Gcra.State state, RemovalCause cause) -> {
                     if (cause == RemovalCause.EXPIRED) {
-                        expirations.increment();
+                        // a state moved into a rebuilt table lives on there: its copy left in the old one is not counted
+                        if (states == null || states.policy().getIfPresentQuietly(key) != state) {
+                            expirations.increment();
+                        }
                     } else if (cause == RemovalCause.SIZE) {
                         evictions.increment();
                     }
@@ -227,6 +230,9 @@ public final class GcraTable {
         states = fresh;
         held.asMap().forEach(fresh.asMap()::putIfAbsent);
         moving = null;
+        // keys expired in the old table but not yet dropped (Caffeine's timer wheel drops them by buckets of ~1 s) were
+        // not moved; emptying it reports them as expired, so that each is counted once
+        held.invalidateAll();
         mostKeys = fresh.estimatedSize();
         rebuilds.increment();
     }
