@@ -226,7 +226,7 @@ class GcraTableTest {
                     }
                 }));
             }
-            for (int round = 0; round < 5; round++) {
+            for (int round = 0; round < 3; round++) {
                 for (int i = 0; i < (int) GcraTable.TRIM_MIN_KEYS; i++) {
                     table.attempt("flood-" + round + "-" + i, brief);
                 }
@@ -241,7 +241,7 @@ class GcraTableTest {
         } finally {
             deciders.shutdownNow();
         }
-        assertThat(table.rebuilds()).isEqualTo(5);
-        assertThat(admitted.get()).isEqualTo(keys * 5);
+        assertThat(table.rebuilds()).isEqualTo(3);
+        assertThat(admitted.get()).as("each hot key admits its burst of 5, rebuilds or not").isEqualTo(keys * 5);
     }
 }
