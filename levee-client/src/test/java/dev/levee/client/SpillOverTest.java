@@ -10,6 +10,7 @@ import dev.levee.s3.S3Request;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
@@ -43,6 +44,10 @@ class SpillOverTest {
     final Map<String, List<Integer>> decided = new ConcurrentHashMap<>();
     /** Limiters that take a check and never answer (an overloaded limiter). */
     final Set<String> silent = ConcurrentHashMap.newKeySet();
+    /** Exceptions thrown on the event loops and not handled there. */
+    final List<Throwable> unhandled = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Limiters that received a check (a POST), answered or not. */
+    final Set<String> asked = ConcurrentHashMap.newKeySet();
     /** Whether the stand-ins answer that a shadow quota would have refused (issue 14). */
     volatile boolean wouldReject;
     MeterRegistry registry;
@@ -51,10 +56,21 @@ class SpillOverTest {
     @BeforeEach
     void start() throws Exception {
         vertx = Vertx.vertx();
+        vertx.exceptionHandler(unhandled::add);
         JsonArray members = new JsonArray();
         for (String id : List.of("l1", "l2", "l3", "l4")) {
             decided.put(id, java.util.Collections.synchronizedList(new ArrayList<>()));
             HttpServer s = vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
+                if (req.method() != HttpMethod.POST) {
+                    // the client's check-wire upgrade (GET /v1/checks, Upgrade: levee-check/1, no body): refused as a
+                    // limiter without the wire refuses it, so that the client keeps to POST (CheckWire); it was read
+                    // as a check before, and its empty body failed to decode (an unhandled DecodeException, no answer)
+                    if (!silent.contains(id)) {
+                        req.response().setStatusCode(405).end();
+                    }
+                    return;
+                }
+                asked.add(id);
                 if (silent.contains(id)) {
                     return; // never answered
                 }
@@ -93,6 +109,8 @@ class SpillOverTest {
     @AfterEach
     void stop() throws Exception {
         vertx.close().await(10, TimeUnit.SECONDS);
+        // an exception thrown on an event loop (a stand-in's) is only logged by Vert.x: fail the test on it
+        assertThat(unhandled).as("exceptions unhandled on the event loops").isEmpty();
     }
 
     void kill(String id) throws Exception {
@@ -207,10 +225,14 @@ class SpillOverTest {
                 .await(10, TimeUnit.SECONDS);
         long t0 = System.nanoTime();
         ClientDecision d = check(DEAD_GROUP_BUCKET, 0);
-        // two timeouts of 150 ms; a third attempt could not end within 400 ms of the start
+        // two timeouts of 150 ms; a third attempt could not end within 400 ms of the start, so none is started: the
+        // group's two members were asked, no limiter beyond it. Shown by who was asked, not by the wall clock: the
+        // check's time is two 150 ms timers plus the machine's scheduling delay (337-738 ms with load average 11 on
+        // the 2 shared cores; the 400 ms bound this had failed at 591 ms with load average 25)
         assertThat(d.result()).isEqualTo(ClientDecision.Result.FAILED);
         assertThat(d.attempts()).isEqualTo(2);
-        assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(400);
+        assertThat(asked).containsExactlyInAnyOrder("l3", "l4");
+        System.out.printf("check with two timeouts and no spill-over: %d ms%n", (System.nanoTime() - t0) / 1_000_000);
         assertThat(count("spill_deadline")).isEqualTo(1);
     }
 }
