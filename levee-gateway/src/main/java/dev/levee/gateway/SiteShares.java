@@ -45,6 +45,8 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     private final ScheduledExecutorService loop;
     private final Client client;
     private final ShareKeeper keeper;
+    /** The principals that may open streams: the accounts and the anonymous principal. */
+    private final java.util.Set<String> principals;
     private final Map<Direction, BandwidthGovernor> governors = new EnumMap<>(Direction.class);
     /** Per direction, per principal: {granted, waited} at the previous round (loop thread only). */
     private final Map<Direction, Map<String, long[]>> previous = new EnumMap<>(Direction.class);
@@ -59,6 +61,10 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
 
     SiteShares(GovernanceSettings settings, Ticker ticker, ShareStore store) {
         this.settings = settings;
+        java.util.Set<String> ids = new java.util.HashSet<>();
+        settings.principals().accounts().forEach(a -> ids.add(a.id()));
+        ids.add(settings.anonymousPrincipal());
+        this.principals = java.util.Set.copyOf(ids);
         SiteSettings site = settings.site();
         this.loop = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "levee-site-leases");
@@ -231,7 +237,8 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
             if (g == null) {
                 continue;
             }
-            GovernorConfig next = config(settings.governorConfig(d), budget, shares, g, keeper.status().gateways());
+            GovernorConfig next = config(settings.governorConfig(d), budget, shares, g, keeper.status().gateways(),
+                    principals);
             owned = keeper.owned(d);
             if (!next.equals(g.config())) {
                 g.reconfigure(next);
@@ -241,9 +248,20 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
         }
     }
 
-    /** The governor configuration for the local one, the budget and the shares. */
+    /**
+     * The governor configuration for the local one, the budget and the shares.
+     *
+     * <p>Every principal that can open a stream here and has an override in the budget gets its own
+     * rate in the configuration, whether or not it has been seen: a principal whose first stream
+     * opens between two rounds takes its rate from this configuration, and without an entry it would
+     * take the default principal rate — none, when the budget gives ceilings only as overrides — and
+     * pass unbounded by its ceiling until the next change of shares (issue 22).
+     *
+     * @param principals the ids that may open streams (the accounts and the anonymous principal);
+     *                   the governor's table holds no others
+     */
     static GovernorConfig config(GovernorConfig local, SiteBudget budget, Map<Resource, Long> shares,
-                                 BandwidthGovernor governor, int gateways) {
+                                 BandwidthGovernor governor, int gateways, java.util.Set<String> principals) {
         Direction d = local.direction();
         GovernorConfig.Builder b = local.toBuilder();
         if (budget.budget(d) > 0) {
@@ -262,6 +280,11 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
                 governor.usage((id, granted, waited, waitingNow) -> known.put(id, Boolean.TRUE));
             }
             local.principalRates().keySet().forEach(id -> known.put(id, Boolean.TRUE));
+            for (String id : budget.principals().keySet()) {
+                if (principals.contains(id)) {
+                    known.put(id, Boolean.TRUE); // not seen yet: its first stream is held, not unbounded
+                }
+            }
             for (String id : known.keySet()) {
                 long ceiling = budget.ceiling(d, id);
                 long localRate = local.principalRate(id);

@@ -104,8 +104,11 @@ final class TokenBucket {
 
     /**
      * Changes the rate at {@code now}: refills at the old rate first, then clamps the credit to the
-     * new burst; a bucket that was disabled starts full (one new bounded burst, like a restart), and
-     * one that was held starts empty (a site share just obtained earns its bytes, SPEC.md §10).
+     * new burst. A bucket that was disabled or held starts <em>empty</em>: the bytes it let through
+     * while disabled were bounded by nothing of its own, so a full bucket on top would be one more
+     * burst in the same window (issue 22: a principal given a site ceiling exceeded it by its burst);
+     * starting empty, it grants at most {@code rate × t} in any window of length {@code t} after the
+     * change, and a site share just obtained earns its bytes (SPEC.md §10).
      */
     void setRate(long newRate, long now) {
         setRate(newRate, newRate > 0 ? GovernorConfig.burstBytes(newRate) : 0, now);
@@ -115,10 +118,9 @@ final class TokenBucket {
     void setRate(long newRate, long newBurst, long now) {
         refill(now);
         last = now;
-        boolean wasDisabled = rate == 0;
         rate = newRate;
         burst = newRate > 0 ? newBurst : 0;
         capacity = burst * NANOS_PER_SECOND;
-        credit = wasDisabled ? capacity : Math.min(credit, capacity);
+        credit = Math.min(credit, capacity); // disabled and held buckets hold no credit: they start empty
     }
 }

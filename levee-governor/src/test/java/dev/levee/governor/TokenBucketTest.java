@@ -88,7 +88,8 @@ class TokenBucketTest {
             // old rate, new rate, bytes before, bytes after
             "10000000, 1000, 1000000, 100",       // lower burst clamps the credit
             "1000, 10000000, 100, 100",           // higher burst keeps the credit; it refills at the new rate
-            "0, 1000, 0, 100",                    // enabling starts full (one new bounded burst)
+            "0, 1000, 0, 0",                      // enabling starts empty: no burst on top of what passed unbounded (issue 22)
+            "-1, 1000, 0, 0",                     // a held bucket given a rate starts empty too
             "1000, 0, 100, 0",                    // disabling: no bucket
     })
     void changingTheRateClampsToTheNewBurst(long oldRate, long newRate, long before, long after) {
