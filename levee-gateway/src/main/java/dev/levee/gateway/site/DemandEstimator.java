@@ -13,13 +13,16 @@ package dev.levee.gateway.site;
  * share held bytes back: requests wait now, at least half the round's bytes were granted after a
  * wait, and the round used at least {@value #USED_FRACTION_PERCENT} % of its share (a round that
  * sent well below its share was held back by its clients — TCP back-pressure — not by the share).
+ * A round whose requests queued for a share it did not use (the gateway itself was slow: CPU, a
+ * pause; or fenced) is evidence of nothing and changes nothing.
  * <ul>
  *   <li><b>What clients take</b> ({@code taken}): the bytes granted in the <em>not limited</em>
  *   rounds of the last {@value #HORIZON} rounds divided by their time (quiet rounds — nothing granted,
  *   nothing waiting: a pause between two GETs — left out) — a share that was not the
  *   bottleneck shows what the clients read. With no such round, the bytes of all of them over their
  *   time (then that is the share, and the clients would take more).</li>
- *   <li><b>Following</b> (not probing): the demand is {@code taken × 1.05} (5 % headroom, so a share
+ *   <li><b>Following</b> (not probing): the demand is {@code 1.05 ×} what the clients took in the last
+ *   {@value #DOWN_ROUNDS} rounds (5 % headroom, so a share
  *   given exactly that is not the bottleneck). It rises at once; it falls only after
  *   {@value #DOWN_ROUNDS} rounds in a row more than 3 % below (hysteresis), and a target from 3 %
  *   below to 5 % above the demand in force leaves it unchanged (a dead band: the clients' jitter and the
@@ -27,7 +30,7 @@ package dev.levee.gateway.site;
  *   <li><b>Probing</b>: after {@value #UP_ROUNDS} limited rounds in a row the clients want more than
  *   the share: the demand is {@code 1.25 × max(taken, share)}, again each limited round (growth by a
  *   quarter per round until the share stops being the bottleneck or max-min fairness caps it). While
- *   the horizon still holds a not-limited round, the growth stops at {@code 1.08 ×} what the clients
+ *   the horizon still holds {@value #FREE_EVIDENCE} not-limited rounds, the growth stops at {@code 1.08 ×} what the clients
  *   took in those rounds (never below the share): a new response filling the kernel's socket buffers
  *   makes a share look limited for a while, and must not push it far above what the clients read; a
  *   real rise in demand keeps it limited for the whole horizon, after which it grows freely. One
@@ -42,13 +45,15 @@ package dev.levee.gateway.site;
 public final class DemandEstimator {
 
     /** Rounds whose not-limited bytes and time make {@code taken}. */
-    public static final int HORIZON = 8;
+    public static final int HORIZON = 10;
     /** Limited rounds in a row before probing. */
     public static final int UP_ROUNDS = 2;
     /** Rounds in a row below the dead band before the demand falls. */
     public static final int DOWN_ROUNDS = 3;
     /** Quiet rounds in a row (nothing granted, nothing waiting) before the demand is 0. */
     public static final int IDLE_ROUNDS = 2;
+    /** Not-limited rounds in the horizon that cap probing (fewer: one slow round of a busy gateway caps nothing). */
+    public static final int FREE_EVIDENCE = 2;
     /** A limited round used at least this share of its share, percent. */
     public static final int USED_FRACTION_PERCENT = 90;
 
@@ -112,7 +117,13 @@ public final class DemandEstimator {
             return demand; // two looks at the same instant: nothing new
         }
         boolean used = share > 0 && bytes * 1e9 / dt >= share * (USED_FRACTION_PERCENT / 100.0);
-        boolean limited = waiting > 0 && (share == 0 || (used && waitedBytes * 2 >= bytes));
+        boolean queued = waiting > 0 && waitedBytes * 2 >= bytes;
+        boolean limited = waiting > 0 && (share == 0 || (used && queued));
+        if (share > 0 && queued && !used) {
+            // requests queued for a share that was not used: the gateway itself was slow (CPU, a pause) or fenced —
+            // evidence of neither what the clients take nor of a share too small: the round changes nothing
+            return demand;
+        }
         boolean quiet = bytes == 0 && waiting == 0;
         record(bytes, dt, limited, quiet);
         quietInARow = quiet ? quietInARow + 1 : 0;
@@ -127,7 +138,7 @@ public final class DemandEstimator {
         } else if (limitedInARow >= UP_ROUNDS) {
             next = (long) (Math.max(taken, share) * PROBE);
             long free = takenWhileFree();
-            if (free > 0) {
+            if (free > 0 && freeRounds() >= FREE_EVIDENCE) {
                 // the clients took less than their share within the horizon: the kernel's socket buffers filling (a
                 // new response) look limited too; grow no further than a little above what they took until the
                 // share has been the bottleneck for the whole horizon
@@ -135,7 +146,9 @@ public final class DemandEstimator {
             }
             belowInARow = 0;
         } else {
-            long target = taken == 0 ? (quietInARow > 0 ? demand : 0) : (long) (taken * HEADROOM) + 1;
+            // the last few rounds: older ones may hold a socket-buffer fill, which would keep the demand high
+            long recent = taken(DOWN_ROUNDS);
+            long target = recent == 0 ? (quietInARow > 0 ? demand : 0) : (long) (recent * HEADROOM) + 1;
             if (target > demand * (1 + BAND_UP)) {
                 next = target;
                 belowInARow = 0;
@@ -173,6 +186,15 @@ public final class DemandEstimator {
         rounds = Math.min(HORIZON, rounds + 1);
     }
 
+    /** Returns the not-limited, not-quiet rounds in the horizon. */
+    private int freeRounds() {
+        int n = 0;
+        for (int i = 0; i < rounds; i++) {
+            n += !roundLimited[i] && !roundQuiet[i] ? 1 : 0;
+        }
+        return n;
+    }
+
     /** The not-limited rounds' bytes over their time, bytes/s; 0 when every round of the horizon was limited. */
     private long takenWhileFree() {
         long freeBytes = 0;
@@ -188,11 +210,16 @@ public final class DemandEstimator {
 
     /** What the clients take, bytes/s: not-limited rounds' bytes over their time, else all rounds'. */
     private long taken() {
+        return taken(HORIZON);
+    }
+
+    /** {@link #taken()} over the last {@code last} rounds only. */
+    private long taken(int last) {
         long freeBytes = 0;
         long freeNanos = 0;
         long allBytes = 0;
         long allNanos = 0;
-        for (int i = 0; i < rounds; i++) {
+        for (int i = 0; i < Math.min(rounds, last); i++) {
             int k = Math.floorMod(head - 1 - i, HORIZON);
             if (roundQuiet[k]) {
                 continue; // a pause (between two GETs, before a new share's first bytes) is not what clients take

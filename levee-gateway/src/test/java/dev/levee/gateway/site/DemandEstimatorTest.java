@@ -101,12 +101,12 @@ class DemandEstimatorTest {
         // the clients now want 25 MiB/s: every round uses the whole share and waits for it
         long share = before;
         List<Long> demands = new ArrayList<>();
-        for (int i = 0; i < 12; i++) {
+        for (int i = 0; i < 16; i++) {
             long d = f.round(share / (double) MiB, true, 4, share);
             demands.add(d);
             share = Math.min(d, 10 * MiB); // max-min fair caps it at B / 3
         }
-        assertThat(demands.subList(0, DemandEstimator.HORIZON - 1)).as("within the horizon: at most 8 %% above what they"
+        assertThat(demands.subList(0, DemandEstimator.HORIZON - DemandEstimator.FREE_EVIDENCE)).as("within the horizon: at most 8 %% above what they"
                 + " took while free (%s)", demands).allMatch(d -> d <= (long) (5.25 * MiB * 1.08) + 1);
         assertThat(demands.getLast()).as("then probes beyond: %s", demands).isGreaterThanOrEqualTo(10 * MiB);
     }
@@ -205,8 +205,9 @@ class DemandEstimatorTest {
     /**
      * Issue 22's acceptance for item 2 with paced clients: 5 / 20 / 40 MiB/s behind three gateways (B = 30 MiB/s,
      * max-min fair 5 / 12.5 / 12.5), jitter ±10 % per 10 ms, 1 MiB of socket buffers per gateway that empty again
-     * at every new response (every 20 rounds). From the 12th round on every share stays within 10 % of max-min
-     * fair to the clients' real rates, round after round: no oscillation.
+     * at every new response (every 20 rounds). From the 8th round on every share stays within 10 % of max-min
+     * fair to the clients' real rates, round after round: no oscillation (the old median-of-5 estimate, same loop: swung
+     * to 10 / 10 / 10 at every refill, within 10 % only from round 106).
      */
     @Test
     void pacedClientsGetSharesWithinTenPercentOfMaxMinFairToTheirRealRatesAndKeepThem() {
@@ -220,7 +221,7 @@ class DemandEstimatorTest {
         print("5/20/40", shares);
         int steadyFrom = firstSteadyRound(shares, fair, 0.10);
         assertThat(steadyFrom).as("first round from which all shares stay within 10 %% of %s", Arrays.toString(fair))
-                .isBetween(0, 12);
+                .isBetween(0, 8);
     }
 
     /**
@@ -235,7 +236,7 @@ class DemandEstimatorTest {
         List<long[]> shares = loop(new ArrayList<>(gws), 120, 0.05, 24, 9);
         print("4/40/40", shares);
         long[] fair = MaxMinFair.allocate(B, new long[] {4 * MiB, 40 * MiB, 40 * MiB});
-        assertThat(firstSteadyRound(shares, fair, 0.10)).isBetween(0, 12);
+        assertThat(firstSteadyRound(shares, fair, 0.10)).isBetween(0, 8);
         long used = 0;
         for (long[] s : shares.subList(12, shares.size())) {
             used += Arrays.stream(s).sum();
