@@ -34,7 +34,9 @@ import java.util.concurrent.TimeUnit;
  * One {@link DemandEstimator} per resource, fed each round with the governor's cumulative counters
  * (bytes granted, bytes granted after a wait, requests waiting now): what the clients take when the
  * share is not the bottleneck, with hysteresis (docs/site-bandwidth.md "Demand"). A direction that
- * probes while part of its budget lies unclaimed asks for all of that part at once.
+ * probes while part of its budget lies unclaimed asks for all of that part at once. A direction's
+ * evidence of waiting leaves out principals held back by their own bucket (a site ceiling or a
+ * local rate): they wait for that bucket, not for the direction's share.
  */
 final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareListener, AutoCloseable {
 
@@ -50,6 +52,8 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     private final Map<Resource, DemandEstimator> estimators = new HashMap<>();
     /** Each principal's cumulative {granted, waited} at the previous round, by resource (loop thread only). */
     private final Map<Resource, long[]> counts = new HashMap<>();
+    /** Per direction, cumulative bytes granted after a wait for the direction's share (loop thread only). */
+    private final Map<Direction, long[]> directionWaited = new EnumMap<>(Direction.class);
 
     SiteShares(GovernanceSettings settings, Ticker ticker) {
         this(settings, ticker, null);
@@ -131,19 +135,26 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
             if (g == null) {
                 continue;
             }
-            long[] total = new long[3]; // granted, waited (cumulative), waiting now
+            long[] total = new long[3]; // granted (cumulative), waited this round, waiting now
             long directionBudget = budget.budget(d);
+            GovernorConfig config = g.config();
+            long dt = Math.max(1, now - since);
             g.usage((id, granted, waited, waitingNow) -> {
-                total[0] += granted;
-                total[1] += waited;
-                total[2] += waitingNow;
                 long ceiling = budget.ceiling(d, id);
                 Resource r = Resource.of(d, id);
                 long share = shares.getOrDefault(r, 0L);
                 long[] before = counts.get(r); // null: it appeared since the previous round, its counters from 0
                 counts.put(r, new long[] {granted, waited});
-                if (ceiling > 0 && (estimators.containsKey(r) || granted > (before == null ? 0 : before[0])
-                        || waitingNow > 0 || share > 0)) {
+                long dg = granted - (before == null ? 0 : before[0]);
+                long dw = waited - (before == null ? 0 : before[1]);
+                // a principal held back by its own bucket (its site share or local rate: held, or used to 90 %) waits
+                // for that bucket, not for the direction's share: its waits say nothing of the direction's demand
+                long own = config.principalRate(id);
+                boolean ownBound = own == GovernorConfig.HELD || (own > 0 && dg * 1e9 / dt >= own * 0.9);
+                total[0] += granted;
+                total[1] += ownBound ? 0 : Math.max(0, dw);
+                total[2] += ownBound ? 0 : waitingNow;
+                if (ceiling > 0 && (estimators.containsKey(r) || dg > 0 || waitingNow > 0 || share > 0)) {
                     DemandEstimator e = estimators.computeIfAbsent(r, k -> before == null
                             ? new DemandEstimator(since, 0, 0) : new DemandEstimator(since, before[0], before[1]));
                     out.put(r, e.update(now, granted, waited, waitingNow, share, ceiling, gateways));
@@ -151,9 +162,11 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
             });
             if (directionBudget > 0) {
                 Resource r = Resource.of(d);
-                DemandEstimator e = estimators.computeIfAbsent(r, k -> new DemandEstimator(since, total[0], total[1]));
+                long[] w = directionWaited.computeIfAbsent(d, k -> new long[1]);
+                w[0] += total[1];
+                DemandEstimator e = estimators.computeIfAbsent(r, k -> new DemandEstimator(since, total[0], w[0]));
                 long share = shares.getOrDefault(r, 0L);
-                long d1 = e.update(now, total[0], total[1], total[2], share, directionBudget, gateways);
+                long d1 = e.update(now, total[0], w[0], total[2], share, directionBudget, gateways);
                 if (d1 > share && share > 0 && e.probing()) {
                     // limited while part of the budget lies unclaimed (a gateway gone): ask for all of it at once;
                     // max-min fairness splits it among those who ask
