@@ -159,7 +159,10 @@ class SiteBandwidthIT {
         for (int i = 0; i < 3; i++) {
             slowest = Math.max(slowest, maxPollNanos.get(i));
         }
-        long timing = (long) (B * Math.max(0, slowest - 20_000_000L) / 1e9);
+        // a window between two samples holds the grants of 1 s plus the first sample's lateness minus the last one's:
+        // up to 1 s + the slowest answer (it used to allow only the lateness beyond the 20 ms period, which a window
+        // whose first sample came 46 ms late and whose last came at once exceeded by 0.17 MiB, issue 22)
+        long timing = (long) (B * slowest / 1e9);
         long bound = (long) (1.05 * B) + QUANTUM * THREADS * demand.size() + timing;
         System.out.printf(Locale.ROOT, "SiteBandwidthIT: bound %.2f MiB = 1.05 B + %d quanta + %.2f MiB for samples up to"
                 + " %d ms late%n", bound / (double) MiB, THREADS * demand.size(), timing / (double) MiB, slowest / 1_000_000);

@@ -21,9 +21,10 @@ package dev.levee.gateway.site;
  *   nothing waiting: a pause between two GETs — left out) — a share that was not the
  *   bottleneck shows what the clients read. With no such round, the bytes of all of them over their
  *   time (then that is the share, and the clients would take more).</li>
- *   <li><b>Following</b> (not probing): the demand is {@code 1.05 ×} what the clients took in the last
- *   {@value #DOWN_ROUNDS} rounds (5 % headroom, so a share
- *   given exactly that is not the bottleneck). It rises at once; it falls only after
+ *   <li><b>Following</b> (not probing): the demand is {@code 1.05 ×} what the clients took (5 % headroom,
+ *   so a share given exactly that is not the bottleneck). It rises when both the last {@value #DOWN_ROUNDS}
+ *   rounds and the whole horizon say so (a few rounds' bytes swing with the socket buffers' level and the
+ *   bucket's burst); it falls, to what the last {@value #DOWN_ROUNDS} rounds took, only after
  *   {@value #DOWN_ROUNDS} rounds in a row more than 3 % below (hysteresis), and a target from 3 %
  *   below to 5 % above the demand in force leaves it unchanged (a dead band: the clients' jitter and the
  *   kernel's socket buffers filling and draining move neither the demand nor the shares).</li>
@@ -146,11 +147,13 @@ public final class DemandEstimator {
             }
             belowInARow = 0;
         } else {
-            // the last few rounds: older ones may hold a socket-buffer fill, which would keep the demand high
+            // falls to the last few rounds (older ones may hold a socket-buffer fill, which would keep the demand
+            // high); rises only when the whole horizon agrees (a few rounds' bytes swing with the buffers' level)
             long recent = taken(DOWN_ROUNDS);
             long target = recent == 0 ? (quietInARow > 0 ? demand : 0) : (long) (recent * HEADROOM) + 1;
-            if (target > demand * (1 + BAND_UP)) {
-                next = target;
+            long longer = (long) (taken * HEADROOM) + 1;
+            if (Math.min(target, longer) > demand * (1 + BAND_UP)) {
+                next = Math.min(target, longer);
                 belowInARow = 0;
             } else if (target < demand * (1 - BAND_DOWN)) {
                 belowInARow++;
