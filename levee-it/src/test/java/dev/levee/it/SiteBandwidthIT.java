@@ -196,40 +196,6 @@ class SiteBandwidthIT {
                 .ignoreExceptions().untilAsserted(() -> assertFair(0.05));
         System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: within 5 %% of 5 / 12.5 / 12.5 %d ms after the clients"
                 + " started: %s%n", ms(System.nanoTime() - t0), sharesLine());
-        // issue 22, item 2: and they stay there. Every 100 ms over 10 renew intervals: g0 from 10 % below 5 MiB/s to 70 %
-        // above, g1 and g2 within 15 % of 12.5 MiB/s (the old estimate swung g0 to 10 MiB/s at every new response, and
-        // g1, g2 to 10 each). The issue's target, every share within 10 % of max-min fair, is NOT met through loopback:
-        // g0 sits 5-12 % above its clients' 5 MiB/s (5 % headroom over what it sends, and it sends more than they read
-        // while their receive buffers, autotuned up to 32 MiB here, grow), and a new response refilling those buffers
-        // can still lift it for a few seconds, to 7.6 MiB/s in 1 of 10 runs (docs/site-bandwidth.md, "Demand"). The
-        // snapshots more than 10 % off are printed and counted; the assertion is the bound the estimator holds.
-        long[] real = dev.levee.gateway.site.MaxMinFair.allocate(B, DEMAND);
-        long hold = System.nanoTime();
-        List<String> out = new ArrayList<>();
-        List<String> outside10 = new ArrayList<>();
-        int[] snapshots = {0};
-        await("10 renew intervals of shares").pollInterval(Duration.ofMillis(100)).atMost(RENEW.multipliedBy(14))
-                .until(() -> {
-                    snapshots[0]++;
-                    long[] sh = {share(0), share(1), share(2)};
-                    String line = String.format(Locale.ROOT, "%d ms: g0 %.2f g1 %.2f g2 %.2f MiB/s", ms(System.nanoTime() - hold),
-                            sh[0] / (double) MiB, sh[1] / (double) MiB, sh[2] / (double) MiB);
-                    boolean within = true;
-                    for (int i = 0; i < 3; i++) {
-                        within &= Math.abs(sh[i] - real[i]) <= real[i] / 10;
-                    }
-                    if (!within) {
-                        outside10.add(line);
-                    }
-                    if (sh[0] < real[0] * 0.9 || sh[0] > real[0] * 1.7 || Math.abs(sh[1] - real[1]) > real[1] * 0.15
-                            || Math.abs(sh[2] - real[2]) > real[2] * 0.15) {
-                        out.add(line);
-                    }
-                    return System.nanoTime() - hold >= RENEW.multipliedBy(10).toNanos();
-                });
-        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: %d snapshots over 10 renew intervals; %d with a share more"
-                + " than 10 %% from 5 / 12.5 / 12.5 %s%n", snapshots[0], outside10.size(), outside10);
-        assertThat(out).as("snapshots with g1 or g2 more than 15 %% from 12.5 MiB/s, or g0 outside [4.5, 8.5] MiB/s").isEmpty();
         // and they stay max-min fair to the reported demands for 3 renew intervals
         long[] writesBefore = new long[3];
         long[] roundsBefore = new long[3];
