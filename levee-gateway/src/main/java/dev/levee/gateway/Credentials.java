@@ -43,6 +43,43 @@ final class Credentials {
         return valid(queryParameter(rawQuery, "AWSAccessKeyId"));
     }
 
+    /**
+     * The header names a SigV4 request signed, lower case: the {@code SignedHeaders} of a SigV4 / SigV4a
+     * {@code Authorization} header, else a presigned URL's {@code X-Amz-SignedHeaders}. Whatever the gateway forwards
+     * of these must be what the client sent (issue 24): nothing added, removed or changed.
+     *
+     * @param authorization the {@code Authorization} header, or null
+     * @param rawQuery      the query as received, without {@code '?'}, or null
+     * @return the names, empty when the request claims no SigV4 signature
+     */
+    static java.util.Set<String> signedHeaders(String authorization, String rawQuery) {
+        String list = null;
+        if (authorization != null && authorization.strip().startsWith("AWS4-")) {
+            int at = authorization.indexOf("SignedHeaders=");
+            if (at >= 0) {
+                int start = at + "SignedHeaders=".length();
+                int end = start;
+                while (end < authorization.length() && authorization.charAt(end) != ','
+                        && !Character.isWhitespace(authorization.charAt(end))) {
+                    end++;
+                }
+                list = authorization.substring(start, end);
+            }
+        } else if (rawQuery != null && !rawQuery.isEmpty()) {
+            list = queryParameter(rawQuery, "X-Amz-SignedHeaders");
+        }
+        if (list == null || list.isEmpty()) {
+            return java.util.Set.of();
+        }
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (String name : list.split(";")) {
+            if (!name.isEmpty()) {
+                names.add(name.toLowerCase(java.util.Locale.ROOT));
+            }
+        }
+        return names;
+    }
+
     private static String fromAuthorization(String h) {
         if (h.startsWith("AWS4-")) {
             int at = h.indexOf("Credential=");

@@ -584,6 +584,8 @@ public final class GatewayService implements AutoCloseable {
         /** Whether the client was told to send its body ({@code 100 Continue}), when it asked. */
         boolean continued;
         boolean expectContinue;
+        /** Whether the backend request carries {@code Expect: 100-continue} (not when the client signed its own Expect). */
+        boolean backendExpects;
         /** Whether the body is being streamed to the backend (after its 100 Continue or the continue timeout). */
         boolean proceeded;
         long continueTimer = -1;
@@ -897,12 +899,19 @@ public final class GatewayService implements AutoCloseable {
         HttpServerRequest req = ex.req;
         HttpServerResponse resp = req.response();
         MultiMap headers = MultiMap.caseInsensitiveMultiMap();
+        // a header the client signed goes on exactly as sent, hop-by-hop or not, else the store refuses the
+        // signature (issue 24: curl -H 'Expect:' signs expect); Transfer-Encoding is the body's framing, which the
+        // backend request carries itself (setChunked below)
+        java.util.Set<String> signed = Credentials.signedHeaders(req.getHeader("Authorization"), req.query());
         req.headers().forEach((k, v) -> {
-            if (!HOP_BY_HOP.contains(k.toLowerCase(Locale.ROOT))) {
+            String name = k.toLowerCase(Locale.ROOT);
+            if (!HOP_BY_HOP.contains(name) || signed.contains(name) && !name.equals("transfer-encoding")) {
                 headers.add(k, v);
             }
         });
-        if (!ex.bodyDone) {
+        ex.backendExpects = !ex.bodyDone && (signed.contains("expect")
+                ? "100-continue".equalsIgnoreCase(req.getHeader("Expect")) : true);
+        if (!ex.bodyDone && !signed.contains("expect")) {
             // the backend decides whether the body is wanted before a byte of it is sent: an early
             // answer (404 NoSuchBucket, 403) is then relayed rather than cut by the backend's close
             headers.add("Expect", "100-continue");
@@ -998,6 +1007,13 @@ public final class GatewayService implements AutoCloseable {
         // the continue timeout for a backend that ignores Expect
         out.continueHandler(v -> proceed(ex, out));
         out.sendHead();
+        if (!ex.backendExpects) {
+            // the client signed its Expect (or its absence): the backend gets none and will not ask for the body, so
+            // it is streamed at once; an answer the backend gives while it comes is still relayed (its connection is
+            // read after a failed write: issue 22, item 5)
+            proceed(ex, out);
+            return;
+        }
         ex.continueTimer = vertx.setTimer(options.continueTimeout().toMillis(), t -> proceed(ex, out));
     }
 
@@ -1372,9 +1388,12 @@ public final class GatewayService implements AutoCloseable {
         if (closing) {
             resp.putHeader("Connection", "close"); // draining: the connection carries no other request
         }
-        resp.setStatusCode(503)
+        long seconds = Math.max(1, retryAfter);
+        // the reason phrase S3 sends: SDKs tell a throttled HEAD, which has no body, by it (issue 24)
+        resp.setStatusCode(503).setStatusMessage(SlowDown.REASON_PHRASE)
                 .putHeader("Content-Type", "application/xml")
-                .putHeader("Retry-After", Long.toString(Math.max(1, retryAfter)))
+                .putHeader("Retry-After", Long.toString(seconds))
+                .putHeader(SlowDown.RETRY_AFTER_MS_HEADER, Long.toString(SlowDown.retryAfterMillis(seconds)))
                 .putHeader("x-amz-request-id", rid);
         endUnread(req, req.method() == HttpMethod.HEAD ? null
                 : SlowDown.xml("SlowDown", "Please reduce your request rate.", req.path(), rid));

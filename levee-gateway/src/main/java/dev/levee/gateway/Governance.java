@@ -96,7 +96,8 @@ final class Governance implements AutoCloseable {
 
     /**
      * Identifies a request: the account owning the access key id it claims, else the anonymous
-     * principal, else nobody when anonymous requests are refused. When the claimed key has a
+     * principal, else nobody when anonymous requests are refused. An {@code OPTIONS} request (S3's
+     * CORS preflight, unauthenticated in S3) is the anonymous principal, never verified nor refused. When the claimed key has a
      * secret, the claim counts only if the request's SigV4 signature verifies
      * ({@link SigV4Verifier}); otherwise the request is refused, charged to nobody.
      *
@@ -108,6 +109,12 @@ final class Governance implements AutoCloseable {
      * @return the principal, or why the request is refused
      */
     Identity identify(String method, String rawPath, String rawQuery, MultiMap headers, long nowMillis) {
+        if ("OPTIONS".equals(method)) {
+            // S3's OPTIONS is the CORS preflight, which S3 answers without authentication: a browser sends it to a
+            // presigned URL with the URL's query, signed for GET or PUT, never for OPTIONS (issue 24). It is governed
+            // as the anonymous principal, even with anonymous requests refused: it carries no credential of its own.
+            return new Identity(settings.anonymousPrincipal(), null);
+        }
         String key = Credentials.accessKeyId(headers.get("Authorization"), rawQuery);
         SigningSecret secret = settings.principals().secretOf(key);
         if (secret != null) {

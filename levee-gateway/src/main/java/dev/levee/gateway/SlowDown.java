@@ -8,7 +8,31 @@ import java.util.UUID;
  */
 public final class SlowDown {
 
+    /**
+     * The reason phrase of a refusal's status line, as S3 sends it: {@code HTTP/1.1 503 Slow Down}. AWS SDK for
+     * Java v2 recognises a throttled {@code HEAD}, whose answer has no body to carry {@code <Code>SlowDown</Code>},
+     * by it (issue 24).
+     */
+    public static final String REASON_PHRASE = "Slow Down";
+
+    /**
+     * The header of the wait in milliseconds that the AWS SDKs' 2026 retry behaviour clamps its back-off to,
+     * sent beside {@code Retry-After} (issue 24).
+     */
+    public static final String RETRY_AFTER_MS_HEADER = "x-amz-retry-after";
+
     private SlowDown() {
+    }
+
+    /**
+     * The value of {@link #RETRY_AFTER_MS_HEADER} for a refusal: the same decision as {@code Retry-After}, in
+     * milliseconds (the limiters decide the wait in whole seconds, so this is {@code seconds × 1000}).
+     *
+     * @param retryAfterSeconds the refusal's {@code Retry-After}, seconds (at least 1)
+     * @return milliseconds
+     */
+    public static long retryAfterMillis(long retryAfterSeconds) {
+        return Math.min(retryAfterSeconds, Long.MAX_VALUE / 1000L) * 1000L;
     }
 
     /** Returns a new request id for an error response (hex, 16 characters). */

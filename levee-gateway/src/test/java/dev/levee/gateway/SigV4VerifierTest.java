@@ -228,6 +228,21 @@ class SigV4VerifierTest {
             assertThat(verify(withHeader(r, "User-Agent", "changed"))).isEqualTo(SigV4Verifier.Verdict.VERIFIED);
         }
 
+        /**
+         * Issue 24, 3b: curl {@code -H 'Expect:'} signs {@code expect} with an empty value and sends no Expect; the
+         * stores take an absent signed header as empty, and so does the gateway now (it refused it as missing).
+         */
+        @Test
+        void aSignedEmptyHeaderThatIsAbsentIsVerified() {
+            // the SDK's signer never signs expect: another header signed empty stands for it (curl is in
+            // SignatureVerificationTest)
+            SigV4Verifier.Request r = received(sign(request(SdkHttpMethod.GET, "/bucket/k")
+                    .putHeader("X-Amz-Meta-Note", "").build()));
+            assertThat(r.headers().get("Authorization")).contains(";x-amz-meta-note");
+            assertThat(verify(withHeader(r, "X-Amz-Meta-Note", null))).isEqualTo(SigV4Verifier.Verdict.VERIFIED);
+            assertRefused(verify(withHeader(r, "X-Amz-Meta-Note", "added")), 403, "SignatureDoesNotMatch");
+        }
+
         @Test
         void aMissingSignedHeaderIsRefusedAndNamed() {
             SigV4Verifier.Request r = received(sign(request(SdkHttpMethod.GET, "/bucket/k")
@@ -370,9 +385,9 @@ class SigV4VerifierTest {
 
         @ParameterizedTest(name = "[{index}] {0}")
         @CsvSource(delimiter = '|', textBlock = """
-                X-Amz-Expires=300           | X-Amz-Expires=0
-                X-Amz-Expires=300           | X-Amz-Expires=604801
                 X-Amz-Expires=300           | X-Amz-Expires=+300
+                X-Amz-Expires=300           | X-Amz-Expires=3e2
+                X-Amz-Expires=300           | X-Amz-Expires=-
                 X-Amz-Expires=300&          | ''
                 X-Amz-Algorithm=AWS4-HMAC-SHA256 | X-Amz-Algorithm=AWS4-HMAC-SHA1
                 X-Amz-Date=20260314T150926Z | X-Amz-Date=2026-03-14T15:09:26Z
@@ -386,6 +401,22 @@ class SigV4VerifierTest {
             SigV4Verifier.Verdict v = verify(new SigV4Verifier.Request(r.method(), r.rawPath(), r.rawQuery().replace(from, to),
                     r.headers()));
             assertRefused(v, 400, "AuthorizationQueryParametersError");
+        }
+
+        /**
+         * Issue 24: an X-Amz-Expires outside 1 s to 7 days is a 403 AccessDenied, as the store answers it (Ceph RGW,
+         * the S3 backends; s3-tests' test_object_raw_get_x_amz_expires_out_* and
+         * test_object_raw_put_authenticated_expired assert 403); it was 400 AuthorizationQueryParametersError.
+         */
+        @ParameterizedTest(name = "[{index}] X-Amz-Expires={0}")
+        @CsvSource({"0, Request has expired", "-7, Request has expired", "-1000, Request has expired",
+            "604801, X-Amz-Expires must be less than a week", "609901, X-Amz-Expires must be less than a week"})
+        void anExpiresOutOfRangeIsAccessDeniedAsTheStoreAnswers(String expires, String message) {
+            SigV4Verifier.Request r = presigned("verified/secret+Key0123456789abcdefghijk", Duration.ofMinutes(5));
+            SigV4Verifier.Verdict v = verify(new SigV4Verifier.Request(r.method(), r.rawPath(), r.rawQuery()
+                    .replace("X-Amz-Expires=300", "X-Amz-Expires=" + expires), r.headers()));
+            assertRefused(v, 403, "AccessDenied");
+            assertThat(v.message()).startsWith(message);
         }
 
         @Test

@@ -198,4 +198,58 @@ class SignatureVerificationTest {
         assertThat(new String(backend.lastBody.get(), java.nio.charset.StandardCharsets.UTF_8)).isEqualTo("trusted");
         assertThat(ready().at("/governance/signatures/verified").asLong()).isZero();
     }
+
+    /**
+     * Issue 24, 1: a CORS preflight ({@code OPTIONS}) to a presigned URL is S3's unauthenticated preflight: it reaches
+     * the backend unverified (it was refused {@code 403 SignatureDoesNotMatch}: the URL is signed for GET), with or
+     * without Origin (s3-tests' test_object_raw_get_x_amz_expires_not_expired sends none), even with anonymous
+     * requests refused.
+     */
+    @Test
+    void aCorsPreflightOfAPresignedUrlReachesTheBackendUnverified() throws Exception {
+        SdkHttpRequest presigned = signed(SdkHttpMethod.GET, "/bucket/obj", SECRET, null, Instant.now(), Duration.ofMinutes(5));
+        HttpResponse<String> preflight = http.send(HttpRequest.newBuilder(presigned.getUri())
+                .method("OPTIONS", HttpRequest.BodyPublishers.noBody())
+                .header("Origin", "https://app.example")
+                .header("Access-Control-Request-Method", "GET").build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(preflight.statusCode()).as(preflight.body()).isEqualTo(200);
+        assertThat(backend.lastHeaders.get().get("Origin")).isEqualTo("https://app.example");
+        backend.lastHeaders.set(null);
+        HttpResponse<String> bare = http.send(HttpRequest.newBuilder(presigned.getUri())
+                .method("OPTIONS", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(bare.statusCode()).as(bare.body()).isEqualTo(200);
+        assertThat(backend.lastHeaders.get()).isNotNull();
+        assertThat(ready().at("/governance/signatures/refused").asLong()).isZero();
+    }
+
+    /**
+     * Issue 24, 3b: curl {@code --aws-sigv4 ... -H 'Expect:'} signs {@code expect} and sends none; the gateway sent
+     * the backend {@code Expect: 100-continue}, which breaks that signature at the store (and refused it itself as a
+     * missing signed header). Signed headers now go as sent: the backend gets no Expect and the whole body, without
+     * the 1 s continue timeout.
+     */
+    @Test
+    void curlSigningAnEmptyExpectIsForwardedWithoutExpect() throws Exception {
+        for (String key : List.of(TRUSTED_KEY, VERIFIED_KEY)) {
+            backend.lastHeaders.set(null);
+            java.nio.file.Path file = java.nio.file.Files.createTempFile("levee-expect", ".bin");
+            byte[] body = new byte[200 * 1024];
+            java.util.Arrays.fill(body, (byte) 'x');
+            java.nio.file.Files.write(file, body);
+            long start = System.nanoTime();
+            Process curl = new ProcessBuilder("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4",
+                    "aws:amz:us-east-1:s3", "--user", key + ":" + SECRET, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+                    "-H", "Expect:", "-X", "PUT", "--data-binary", "@" + file,
+                    "http://127.0.0.1:" + gateway.port() + "/bucket/curl.bin").redirectErrorStream(true).start();
+            String out = new String(curl.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(curl.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            java.nio.file.Files.delete(file);
+            assertThat(out).as(key).isEqualTo("200");
+            assertThat(backend.lastHeaders.get().get("Authorization")).contains("SignedHeaders=expect;");
+            assertThat(backend.lastHeaders.get().contains("Expect")).as(key + ": no Expect added").isFalse();
+            assertThat(backend.lastBody.get()).isEqualTo(body);
+            assertThat(millis).as("not held for the continue timeout").isLessThan(1000);
+        }
+    }
 }
