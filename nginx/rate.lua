@@ -88,6 +88,19 @@ local FAILED = "failed"
 
 local SLOWDOWN_LOCATION = "@levee_slowdown"
 local SLOWDOWN_MESSAGE = "Please reduce your request rate."
+-- the status line S3 sends: AWS SDK for Java v2 tells a throttled HEAD (no body) by its reason phrase (issue 24)
+local SLOWDOWN_REASON = "Slow Down"
+
+-- ngx.resp.set_status(status, reason) where the lua module has it (lua-resty-core 0.1.26 with
+-- lua-nginx-module 0.10.24 and later, OpenResty 1.21.4.2 and later); nil with Debian 12's 0.10.23, whose
+-- ngx.status cannot carry a reason: the refusal is then written on the raw connection (write_raw_refusal)
+local set_status_with_reason = nil
+do
+    local ok, resp = pcall(require, "ngx.resp")
+    if ok and type(resp) == "table" and type(resp.set_status) == "function" then
+        set_status_with_reason = resp.set_status
+    end
+end
 
 -- per worker: failures since the last error-log line, when that line was written (seconds) and
 -- the reason it gave
@@ -147,6 +160,38 @@ local function set_ratelimit(policy, limit)
     end
 end
 
+-- Whether the refusal's reason phrase can only be sent on the raw connection: a lua module without
+-- ngx.resp.set_status, over HTTP/1.x (HTTP/2 has no reason phrase, and no raw request socket).
+local function needs_raw_refusal()
+    return set_status_with_reason == nil and ngx.req.http_version() < 2
+end
+
+-- Writes the whole 503 Slow Down response on the client's raw connection (content phase only), for a
+-- lua module whose ngx.status carries no reason. NGINX closes the connection afterwards (a raw request
+-- socket ends keep-alive), so the response says Connection: close. Returns false when the raw socket
+-- cannot be had; nothing was written then.
+local function write_raw_refusal(body, retry_after, request_id, policy, limit)
+    ngx.status = ngx.HTTP_SERVICE_UNAVAILABLE -- for the access log; set before the raw socket takes the header
+    local sock = ngx.req.socket(true)
+    if sock == nil then
+        return false
+    end
+    local head = { "HTTP/1.1 503 ", SLOWDOWN_REASON, "\r\nDate: ", ngx.http_time(ngx.time()),
+                   "\r\nContent-Type: application/xml\r\nContent-Length: ", #body,
+                   "\r\nConnection: close\r\nRetry-After: ", retry_after,
+                   "\r\nx-amz-retry-after: ", retry_after * 1000,
+                   "\r\nx-amz-request-id: ", request_id, "\r\n" }
+    if policy ~= nil and limit ~= nil and policy ~= "" and limit ~= "" then
+        head[#head + 1] = RATELIMIT_POLICY .. ": " .. policy .. "\r\n" .. RATELIMIT .. ": " .. limit .. "\r\n"
+    end
+    head[#head + 1] = "\r\n"
+    if ngx.req.get_method() ~= "HEAD" then
+        head[#head + 1] = body
+    end
+    sock:send(head) -- a client gone meanwhile: nothing more to do
+    return true
+end
+
 -- Writes the 503 SlowDown response (AWS S3 REST error response) and ends the request.
 local function respond_slow_down(retry_after, policy, limit)
     local uri = ngx.var.request_uri or "/"
@@ -156,10 +201,20 @@ local function respond_slow_down(retry_after, policy, limit)
     local body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>'
             .. SLOWDOWN_MESSAGE .. "</Message><Resource>" .. xml_escape(path) .. "</Resource><RequestId>"
             .. request_id .. "</RequestId></Error>\n"
+    if needs_raw_refusal() and ngx.get_phase() == "content"
+            and write_raw_refusal(body, retry_after, request_id, policy, limit) then
+        return ngx.exit(ngx.HTTP_OK)
+    end
     ngx.status = ngx.HTTP_SERVICE_UNAVAILABLE
+    if set_status_with_reason ~= nil then
+        -- a module that declares it but lacks its C side fails here: the status stays 503 without the reason
+        pcall(set_status_with_reason, ngx.HTTP_SERVICE_UNAVAILABLE, SLOWDOWN_REASON)
+    end
     ngx.header["Content-Type"] = "application/xml"
     ngx.header["Content-Length"] = #body
     ngx.header["Retry-After"] = retry_after
+    -- the same decision in milliseconds, which the AWS SDKs' 2026 retry behaviour clamps its back-off to
+    ngx.header["x-amz-retry-after"] = retry_after * 1000
     ngx.header["x-amz-request-id"] = request_id
     set_ratelimit(policy, limit)
     if ngx.req.get_method() == "HEAD" then
@@ -172,8 +227,9 @@ end
 
 -- Refuses the current request with 503 SlowDown (from the access phase).
 local function refuse(retry_after, policy, limit)
-    if announces_body() then
-        -- no "100 Continue" for an upload we refuse, and no reading it: @levee_slowdown closes
+    -- an upload (no "100 Continue", no reading it: @levee_slowdown closes), or a refusal whose reason phrase
+    -- needs the raw connection, which the content phase of @levee_slowdown gives
+    if announces_body() or needs_raw_refusal() then
         ngx.req.clear_header("Expect")
         if set_var("levee_retry_after", tostring(retry_after)) then
             -- the fields go by variables too (ngx.ctx does not survive ngx.exec); a levee-check.conf
@@ -391,6 +447,64 @@ local function check(location, on_accept, cosocket, host, port, timeout, pool_si
             .. (res.truncated and " (truncated)" or "")
 end
 
+-- Whether the client signed its Transfer-Encoding (SigV4 SignedHeaders, or a presigned URL's X-Amz-SignedHeaders).
+local function signs_transfer_encoding()
+    local list
+    local auth = ngx.var.http_authorization
+    if auth ~= nil then
+        list = auth:match("SignedHeaders=([^,%s]+)")
+    else
+        local q = ngx.var["arg_X-Amz-SignedHeaders"]
+        list = q and ngx.unescape_uri(q)
+    end
+    return list ~= nil and find(";" .. list:lower() .. ";", ";transfer-encoding;", 1, true) ~= nil
+end
+
+-- the most a chunked upload handed to chunked_location may be, bytes: it is held whole in the worker's memory
+local MAX_RECHUNKED = 16 * 1024 * 1024
+
+-- A chunked upload whose Transfer-Encoding the client signed must reach the backend chunked: NGINX forwards a
+-- chunked body it has read whole (a small one, arrived with the headers) with Content-Length instead, and the
+-- store then refuses the signature (issue 24). Such a body is read here, framed again as one chunk and sent
+-- from chunked_location (proxy_set_body $levee_chunked_body, Transfer-Encoding: chunked, no Content-Length).
+-- Chunk boundaries are not signed; the payload, the headers and the request line go as the client sent them.
+-- Returns only when the request goes on as it is (no chunked body, unsigned, too large, or an older check part).
+local function forward_chunked(location)
+    local te = ngx.var.http_transfer_encoding
+    if location == nil or te == nil or te:lower() ~= "chunked" or ngx.req.http_version() ~= 1.1
+            or not signs_transfer_encoding() then
+        return
+    end
+    ngx.req.read_body()
+    local data = ngx.req.get_body_data()
+    if data == nil then
+        local file = ngx.req.get_body_file()
+        if file ~= nil then
+            local f = io.open(file, "rb")
+            if f ~= nil then
+                local size = f:seek("end")
+                if size ~= nil and size <= MAX_RECHUNKED then
+                    f:seek("set")
+                    data = f:read("*a")
+                end
+                f:close()
+            end
+            if data == nil then
+                ngx.log(ngx.WARN, "levee: a signed chunked upload of more than ", MAX_RECHUNKED,
+                        " bytes goes to the backend with Content-Length (NGINX has read it whole)")
+                return
+            end
+        else
+            data = ""
+        end
+    end
+    local body = (#data > 0 and (string.format("%x", #data) .. "\r\n" .. data .. "\r\n") or "") .. "0\r\n\r\n"
+    if not set_var("levee_chunked_body", body) then
+        return -- a levee-check.conf older than chunked_location: the request goes on as before
+    end
+    return ngx.exec(location)
+end
+
 -- the options of the cosocket transport, refused with the subrequest one (a forgotten transport)
 local COSOCKET_OPTIONS = { "host", "port", "timeout", "pool_size", "keepalive" }
 
@@ -429,6 +543,10 @@ local function options_of(opts)
     local on_accept = opts.ratelimit_on_accept
     if on_accept ~= nil and on_accept ~= true and on_accept ~= false then
         error("ratelimit_on_accept must be true or false, got " .. tostring(on_accept))
+    end
+    local chunked = opts.chunked_location
+    if chunked ~= nil and (type(chunked) ~= "string" or (sub(chunked, 1, 1) ~= "@" and sub(chunked, 1, 1) ~= "/")) then
+        error("chunked_location must be a location such as \"@levee_chunked\", got " .. tostring(chunked))
     end
     local transport = opts.transport
     if transport == nil or transport == "subrequest" then
@@ -474,12 +592,13 @@ function _M.attempt(location, opts)
         word, reason = FAILED, "lua error: " .. tostring(word)
     end
     set_var("levee_result", word)
+    local chunked_location = type(opts) == "table" and opts.chunked_location or nil
     if word == ACCEPTED then
         count(ACCEPTED)
         if rl_policy ~= nil then
             pcall(set_ratelimit, rl_policy, rl_limit)
         end
-        return
+        return forward_chunked(chunked_location)
     end
     if word == REJECTED then
         count(REJECTED)
@@ -489,6 +608,7 @@ function _M.attempt(location, opts)
     if policy == "deny" then
         return refuse(1)
     end
+    return forward_chunked(chunked_location)
 end
 
 --- Answers 503 SlowDown with the Retry-After handed over by attempt() (content of @levee_slowdown).
