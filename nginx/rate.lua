@@ -22,7 +22,8 @@
 -- Expect. levee-client answers
 --
 --     200 + X-Levee-Result: accepted  -> the request continues to the S3 backend
---     429 + X-Levee-Result: rejected  -> 503 SlowDown (S3 XML error body, Retry-After, request id)
+--     429 + X-Levee-Result: rejected  -> 503 Slow Down (S3 XML error body, Retry-After, x-amz-retry-after in
+--                                        ms, request id)
 --     anything else                   -> failed: on_failure decides ("allow", the default, or "deny")
 --
 -- A status without the matching X-Levee-Result counts as failed, so a check that reaches the wrong
@@ -42,7 +43,15 @@
 -- at once when the reason changes, else at most once per second per worker, with the number of
 -- failures since the previous line.
 --
--- The client's body is never read here. A refused request that announced a body is handed to the
+-- The status line of a refusal is "HTTP/1.1 503 Slow Down", as S3's (issue 24): ngx.resp.set_status where the
+-- lua module has it; else (Debian 12's lua-nginx-module 0.10.23) the whole response is written on the raw
+-- connection from @levee_slowdown, and NGINX closes the connection after it (docs/nginx.md).
+--
+-- With { chunked_location = "@levee_chunked" }, a chunked upload whose Transfer-Encoding the client signed is
+-- read here and sent from that location still chunked (NGINX would forward a body it read whole with
+-- Content-Length, breaking the signature; docs/nginx.md, "Signed chunked uploads").
+--
+-- The client's body is otherwise never read here. A refused request that announced a body is handed to the
 -- named location @levee_slowdown (keepalive_timeout 0): the 503 goes out without "100 Continue"
 -- and NGINX then closes the connection (lingering close) instead of reading the upload to discard
 -- it. A refused request without a body keeps its keep-alive connection.
@@ -576,6 +585,7 @@ end
 --                 with the cosocket transport it must still be given (it is not used)
 -- @param opts     { on_failure = "allow" | "deny" (default "allow"),
 --                   ratelimit_on_accept = true | false (default false),
+--                   chunked_location = "@levee_chunked" (default none: signed chunked uploads are not re-framed),
 --                   transport = "subrequest" | "cosocket" (default "subrequest"),
 --                   and with "cosocket": host (default "127.0.0.1"), port (7201), timeout (ms for
 --                   each of connect, send and read: 1000), pool_size (idle connections kept per
