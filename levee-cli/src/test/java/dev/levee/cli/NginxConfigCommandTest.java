@@ -38,12 +38,16 @@ class NginxConfigCommandTest {
     @Test
     void theRateLimitFieldsOnAcceptedResponsesAreOffUnlessAsked() {
         MainTest.Run off = MainTest.run("nginx-config", "--part", "site");
-        assertThat(off.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\" })");
+        assertThat(off.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", chunked_location = \"@levee_chunked\" })");
         MainTest.Run on = MainTest.run("nginx-config", "--part", "site", "--ratelimit-headers-on-accept");
         assertThat(on.status()).as(on.err()).isZero();
-        assertThat(on.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", ratelimit_on_accept = true })");
+        assertThat(on.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", ratelimit_on_accept = true, chunked_location = \"@levee_chunked\" })");
         assertThat(MainTest.run("nginx-config", "--part", "check").out())
-                .contains("set $levee_ratelimit_policy \"\";").contains("set $levee_ratelimit \"\";");
+                .contains("set $levee_ratelimit_policy \"\";").contains("set $levee_ratelimit \"\";")
+                .contains("set $levee_chunked_body \"\";");
+        // issue 24: the site hands a signed chunked upload to @levee_chunked, which sends it chunked
+        assertThat(off.out()).contains("location @levee_chunked {", "proxy_set_body $levee_chunked_body;",
+                "proxy_set_header Transfer-Encoding \"chunked\";", "proxy_set_header Content-Length \"\";");
     }
 
     @Test
@@ -59,7 +63,7 @@ class NginxConfigCommandTest {
                 .contains("server 127.0.0.1:7201 max_fails=0;")
                 .contains("proxy_read_timeout 250ms;")
                 .contains("proxy_connect_timeout 250ms;")
-                .contains("attempt(\"/.levee-check\", { on_failure = \"deny\" })")
+                .contains("attempt(\"/.levee-check\", { on_failure = \"deny\", chunked_location = \"@levee_chunked\" })")
                 .contains("location = /.levee-check {")
                 .contains("lua_package_path \"/opt/levee/lua/?.lua;;\";")
                 .contains("listen 127.0.0.1:7299;")
@@ -79,10 +83,10 @@ class NginxConfigCommandTest {
                 "127.0.0.1:7301", "--timeout", "250ms", "--on-failure", "deny", "--ratelimit-headers-on-accept");
         assertThat(r.status()).as(r.err()).isZero();
         assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"deny\", ratelimit_on_accept = true,"
-                + " transport = \"cosocket\", host = \"127.0.0.1\", port = 7301, timeout = 250 })");
+                + " transport = \"cosocket\", host = \"127.0.0.1\", port = 7301, timeout = 250, chunked_location = \"@levee_chunked\" })");
         MainTest.Run v6 = MainTest.run("nginx-config", "--part", "site", "--transport", "COSOCKET", "--client-line", "[::1]:7201");
         assertThat(v6.status()).as(v6.err()).isZero();
-        assertThat(v6.out()).contains("transport = \"cosocket\", host = \"[::1]\", port = 7201, timeout = 1000 })");
+        assertThat(v6.out()).contains("transport = \"cosocket\", host = \"[::1]\", port = 7201, timeout = 1000, chunked_location = \"@levee_chunked\" })");
         // the check location and @levee_slowdown are still there: the subrequest is one word away
         assertThat(MainTest.run("nginx-config", "--transport", "cosocket").out()).contains("location = /.levee {")
                 .contains("location @levee_slowdown");
@@ -92,7 +96,7 @@ class NginxConfigCommandTest {
     void theSubrequestTransportIsTheDefaultAndIgnoresTheLineAddress() {
         MainTest.Run r = MainTest.run("nginx-config", "--part", "site", "--client-line", "127.0.0.1:7301");
         assertThat(r.status()).as(r.err()).isZero();
-        assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\" })").doesNotContain("cosocket");
+        assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", chunked_location = \"@levee_chunked\" })").doesNotContain("cosocket");
         assertThat(r.err()).as("the line address given but not used: said so").contains("--client-line is used by"
                 + " --transport cosocket only");
         assertThat(MainTest.run("nginx-config", "--part", "site").err()).doesNotContain("--client-line");

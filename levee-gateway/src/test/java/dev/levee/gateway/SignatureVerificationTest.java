@@ -252,4 +252,29 @@ class SignatureVerificationTest {
             assertThat(millis).as("not held for the continue timeout").isLessThan(1000);
         }
     }
+
+    /**
+     * Issue 24, 3b: with {@code expect} signed the backend is not asked for {@code 100 Continue}, so its early answer
+     * comes while the body is sent; it is relayed as such (here 404 to a 4 MiB upload to a missing bucket, which the
+     * stand-in answers at once and then closes with the body unread), never a 502.
+     */
+    @Test
+    void anEarlyAnswerToAnUploadThatSignedExpectIsRelayed() throws Exception {
+        java.nio.file.Path file = java.nio.file.Files.createTempFile("levee-expect", ".bin");
+        java.nio.file.Files.write(file, new byte[4 << 20]);
+        try {
+            for (int i = 0; i < 5; i++) {
+                Process curl = new ProcessBuilder("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4",
+                        "aws:amz:us-east-1:s3", "--user", VERIFIED_KEY + ":" + SECRET, "-H",
+                        "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-H", "Expect:", "-X", "PUT", "--data-binary", "@" + file,
+                        "http://127.0.0.1:" + gateway.port() + "/" + StubBackend.MISSING_BUCKET + "/big-" + i)
+                        .redirectErrorStream(true).start();
+                String out = new String(curl.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                assertThat(curl.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+                assertThat(out).as("upload %d", i).endsWith("404");
+            }
+        } finally {
+            java.nio.file.Files.delete(file);
+        }
+    }
 }
