@@ -88,7 +88,7 @@ final class DemoKeepRunning {
         if (e.etcd() != null) {
             out.printf(Locale.ROOT, "  etcd         %s (quotas under /levee; the limiters follow changes at once)%n", e.etcd());
             out.printf(Locale.ROOT, "    ./levee quota --etcd %s get %s%n", e.etcd(), e.bucket());
-            out.printf(Locale.ROOT, "    echo 'quota: {rate: 2, burst: 1}' | ./levee quota --etcd %s set %s -%n", e.etcd(),
+            out.printf(Locale.ROOT, "    echo 'quota: {rate: 2, burst: 2}' | ./levee quota --etcd %s set %s -%n", e.etcd(),
                     e.bucket());
         } else {
             out.printf(Locale.ROOT, "  quotas       fixed for this run (%s); with --etcd they live in etcd and"

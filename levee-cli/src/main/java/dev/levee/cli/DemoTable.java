@@ -73,13 +73,45 @@ final class DemoTable {
         return (int) Math.max(0, Math.min(seconds, sec));
     }
 
-    /** Returns the header line of the rows. */
-    String header() {
-        StringBuilder h = new StringBuilder("  sec ");
-        for (int i = 0; i < streams; i++) {
-            h.append(String.format(Locale.ROOT, "| [%d] off  ok slow ", i + 1));
+    /** Streams per line: a row is at most {@link #WIDTH} columns wide; more streams continue on further lines. */
+    static final int PER_LINE = 7;
+    /** The widest line of the table, in columns (issue 26 item 9). */
+    static final int WIDTH = 100;
+
+    /**
+     * Returns the header lines: per stream {@code [i]} over {@code ok slow}, and the {@code sent pend} of all streams,
+     * two lines per {@link #PER_LINE} streams.
+     */
+    List<String> header() {
+        List<String> out = new ArrayList<>();
+        for (int from = 0; from < streams; from += PER_LINE) {
+            StringBuilder names = new StringBuilder("      ");
+            StringBuilder cols = new StringBuilder(from == 0 ? "  sec " : "      ");
+            for (int i = from; i < Math.min(streams, from + PER_LINE); i++) {
+                names.append(String.format(Locale.ROOT, "|%9s ", "[" + (i + 1) + "]"));
+                cols.append("|  ok slow ");
+            }
+            if (from == 0) {
+                names.append("| all streams");
+                cols.append("|  sent  pend");
+            }
+            out.add(names.toString());
+            out.add(cols.toString());
         }
-        return h.append("| pending").toString();
+        return out;
+    }
+
+    /** Returns the largest number of answers (all streams, any result) that arrived in one second of the run. */
+    synchronized long maxAnsweredInASecond() {
+        long max = 0;
+        for (int r = 0; r < seconds; r++) {
+            long n = 0;
+            for (int i = 0; i < streams; i++) {
+                n += counts[r][i][ACCEPTED] + counts[r][i][SLOWDOWN] + counts[r][i][ERRORS];
+            }
+            max = Math.max(max, n);
+        }
+        return max;
     }
 
     /** Returns the rows of every second that is over and not yet returned, in order. */
@@ -87,7 +119,7 @@ final class DemoTable {
         int over = (int) Math.min(seconds, Math.max(0, Math.floorDiv(ticker.read() - startNs, 1_000_000_000L)));
         List<String> out = new ArrayList<>();
         while (printed < over) {
-            out.add(format(printed++));
+            out.addAll(format(printed++));
         }
         return out;
     }
@@ -99,7 +131,7 @@ final class DemoTable {
     synchronized List<String> remainingRows() {
         List<String> out = new ArrayList<>();
         while (printed < seconds) {
-            out.add(format(printed++));
+            out.addAll(format(printed++));
         }
         boolean any = pendingAfter(seconds) > 0;
         for (int i = 0; i < streams; i++) {
@@ -108,7 +140,7 @@ final class DemoTable {
             }
         }
         if (any && printed == seconds) {
-            out.add(format(printed++));
+            out.addAll(format(printed++));
         }
         return out;
     }
@@ -130,12 +162,25 @@ final class DemoTable {
         return pending;
     }
 
-    private String format(int r) {
-        StringBuilder row = new StringBuilder(r == seconds ? "  end " : String.format(Locale.ROOT, "  %3d ", r + 1));
+    /** The lines of row {@code r}: one per {@link #PER_LINE} streams, the first with the second and all streams' columns. */
+    private List<String> format(int r) {
+        List<String> out = new ArrayList<>();
+        long sent = 0;
         for (int i = 0; i < streams; i++) {
-            long[] c = counts[r][i];
-            row.append(String.format(Locale.ROOT, "| %8d %3d %4d ", c[OFFERED], c[ACCEPTED], c[SLOWDOWN]));
+            sent += counts[r][i][OFFERED] - counts[r][i][NOT_SENT];
         }
-        return row.append(String.format(Locale.ROOT, "| %7d", pendingAfter(r))).toString();
+        for (int from = 0; from < streams; from += PER_LINE) {
+            StringBuilder row = new StringBuilder(from > 0 ? "      "
+                    : r == seconds ? "  end " : String.format(Locale.ROOT, "  %3d ", r + 1));
+            for (int i = from; i < Math.min(streams, from + PER_LINE); i++) {
+                long[] c = counts[r][i];
+                row.append(String.format(Locale.ROOT, "|%4d %4d ", c[ACCEPTED], c[SLOWDOWN]));
+            }
+            if (from == 0) {
+                row.append(String.format(Locale.ROOT, "| %5d %5d", sent, pendingAfter(r)));
+            }
+            out.add(row.toString());
+        }
+        return out;
     }
 }

@@ -29,10 +29,11 @@ class DemoTableTest {
         t.record(0, DemoTable.ACCEPTED);
         rows.addAll(t.remainingRows());
         assertThat(rows).hasSize(3);
-        assertThat(cells(rows.get(0))).as(rows.get(0)).containsExactly(3, 0, 1, 2);
-        assertThat(cells(rows.get(1))).as(rows.get(1)).containsExactly(0, 1, 0, 1);
+        // ok, slow of the stream; sent, pending of all streams
+        assertThat(cells(rows.get(0))).as(rows.get(0)).containsExactly(0, 1, 3, 2);
+        assertThat(cells(rows.get(1))).as(rows.get(1)).containsExactly(1, 0, 0, 1);
         assertThat(rows.get(2)).startsWith("  end ");
-        assertThat(cells(rows.get(2))).as(rows.get(2)).containsExactly(0, 1, 0, 0);
+        assertThat(cells(rows.get(2))).as(rows.get(2)).containsExactly(1, 0, 0, 0);
         assertThat(t.total(0, DemoTable.OFFERED)).isEqualTo(3);
         assertThat(t.total(0, DemoTable.ACCEPTED)).isEqualTo(2);
         assertThat(t.total(0, DemoTable.SLOWDOWN)).isEqualTo(1);
@@ -63,13 +64,35 @@ class DemoTableTest {
         t.record(0, DemoTable.NOT_SENT);
         List<String> rows = t.remainingRows();
         assertThat(rows).hasSize(2);
-        assertThat(cells(rows.get(1))).as(rows.get(1)).containsExactly(1, 0, 0, 0);
+        assertThat(cells(rows.get(1))).as(rows.get(1)).containsExactly(0, 0, 0, 0);
     }
 
     @Test
-    void theHeaderNamesEveryStreamAndThePendingColumn() {
+    void theHeaderNamesEveryStreamAndTheColumnsOfAllStreams() {
         DemoTable t = new DemoTable(2, 1, () -> 0, 0);
-        assertThat(t.header()).contains("[1] off  ok slow").contains("[2] off  ok slow").endsWith("| pending");
+        assertThat(t.header()).hasSize(2);
+        assertThat(t.header().get(0)).contains("[1]").contains("[2]").endsWith("| all streams");
+        assertThat(t.header().get(1)).contains("|  ok slow |  ok slow |").endsWith("|  sent  pend");
+    }
+
+    /** Issue 26 item 9: a row fits 100 columns; more streams than fit continue on further lines. */
+    @Test
+    void everyLineFitsAHundredColumnsWhateverTheNumberOfStreams() {
+        AtomicLong now = new AtomicLong(0);
+        DemoTable t = new DemoTable(16, 1, now::get, 0);
+        for (int i = 0; i < 16; i++) {
+            t.record(i, DemoTable.OFFERED);
+            t.record(i, DemoTable.SLOWDOWN);
+        }
+        now.set(S);
+        List<String> lines = new ArrayList<>(t.header());
+        List<String> row = t.dueRows();
+        lines.addAll(row);
+        assertThat(lines).allMatch(l -> l.length() <= DemoTable.WIDTH, "at most 100 columns");
+        assertThat(row).as("16 streams: three lines a second").hasSize(3);
+        assertThat(row.get(0)).startsWith("    1 |").endsWith("|    16     0");
+        assertThat(row.get(1)).startsWith("      |");
+        assertThat(t.header()).hasSize(6);
     }
 
     static long[] cells(String row) {
