@@ -276,8 +276,10 @@ final class DemoCommand implements Callable<Integer> {
                     io.etcd.jetcd.ByteSequence.from(v, StandardCharsets.UTF_8), io.etcd.jetcd.options.PutOption.DEFAULT)));
             c.getKVClient().txn().Then(puts.toArray(io.etcd.jetcd.op.Op[]::new)).commit().get(10, TimeUnit.SECONDS);
         }
-        out.println("  etcd         " + etcd.endpoint() + " (quotas under /levee; try: LEVEE_ETCD_ENDPOINTS="
-                + etcd.endpoint() + " ./levee quota get example-bucket)");
+        // issue 26 item 5: this etcd is gone when the demo ends; the command is for another terminal meanwhile
+        out.println("  etcd         " + etcd.endpoint() + " (quotas under /levee; gone when the demo ends: while it"
+                + " runs, in");
+        out.println("               another terminal: ./levee quota --etcd " + etcd.endpoint() + " get; or --keep-running)");
         return LocalStack.startWithEtcd(backend, List.of(etcd.endpoint()), "/levee", settings, registry);
     }
 

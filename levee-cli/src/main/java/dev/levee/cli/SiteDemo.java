@@ -32,9 +32,12 @@ import software.amazon.awssdk.services.s3.S3Client;
 /**
  * {@code levee demo --gateways N}: N gateways share one site download budget through etcd leases
  * (SPEC.md §10). Their clients want different rates (⅙, ⅔ and 4⁄3 of the budget, repeating); the
- * demo prints each second what each gateway sent and its share, the sum against the budget, and
- * cuts the last gateway off from etcd for a while: it fails closed (sends nothing once its lease
- * could have expired) while the others take over its share, then rejoins when the link heals.
+ * demo prints each second, per gateway, what its governor granted (sent) and what its clients read, its lease
+ * share and its max-min fair share of the budget for the clients' demands, with the site's sum and a verdict
+ * (issue 26 item 4); it cuts the last gateway off from etcd for a while: it fails closed (sends nothing once
+ * its lease could have expired) while the others take over its share, then rejoins when the link heals. At
+ * the end: the site against its budget (exit 1 if it sent more than the budget and bursts allow in a second)
+ * and each gateway against its fair share (shown, not an exit status: docs/site-bandwidth.md).
  */
 final class SiteDemo {
 
@@ -80,6 +83,7 @@ final class SiteDemo {
         List<GatewayService> gws = new ArrayList<>();
         List<Thread> drivers = new ArrayList<>();
         AtomicBoolean stop = new AtomicBoolean();
+        int rc;
         try (EmbeddedEtcd etcd = EmbeddedEtcd.start(); EmbeddedS3 s3 = EmbeddedS3.start()) {
             URI etcdUri = URI.create(etcd.endpoint());
             PartitionProxy cut = PartitionProxy.start(vertx, etcdUri.getHost(), etcdUri.getPort());
@@ -105,71 +109,137 @@ final class SiteDemo {
                         GatewayService.OnFailure.ALLOW, Duration.ofSeconds(60), 256).withGovernance(gov);
                 gws.add(Daemon.await(GatewayService.start(vertx, o, null, Metrics.newRegistry()), "gateway gw-" + i));
             }
+            double[] demand = new double[gateways];
+            java.util.concurrent.atomic.AtomicLong[] read = new java.util.concurrent.atomic.AtomicLong[gateways];
             for (int i = 0; i < gateways; i++) {
                 GatewayService g = gws.get(i);
                 long rate = (long) (DEMAND[i % DEMAND.length] * budget);
-                out.printf(Locale.ROOT, "  gw-%d        http://127.0.0.1:%d  clients want %s%s%n", i + 1, g.port(),
+                demand[i] = rate;
+                read[i] = new java.util.concurrent.atomic.AtomicLong();
+                java.util.concurrent.atomic.AtomicLong counted = read[i];
+                out.printf(Locale.ROOT, "  gw-%d        http://127.0.0.1:%d  its clients read up to %s%s%n", i + 1, g.port(),
                         ByteUnits.formatRate(rate).replace(" ", ""), i == gateways - 1 ? " (its etcd link is cut later)" : "");
                 RateLimiter pace = RateLimiter.create(rate);
                 for (int t = 0; t < 2; t++) {
-                    Thread th = new Thread(() -> drive(g.port(), pace, stop), "site-demo-client-" + (i + 1) + "-" + t);
+                    Thread th = new Thread(() -> drive(g.port(), pace, counted, stop), "site-demo-client-" + (i + 1) + "-" + t);
                     th.setDaemon(true);
                     th.start();
                     drivers.add(th);
                 }
             }
-            out.println("  etcd         " + etcd.endpoint() + " (try: ./levee bandwidth status --etcd " + etcd.endpoint() + ")");
+            out.println("  etcd         " + etcd.endpoint() + " (gone when the demo ends; while it runs, in another"
+                    + " terminal:");
+            out.println("               ./levee bandwidth status --etcd " + etcd.endpoint() + ")");
             long seconds = Math.max(6, duration.toSeconds());
             long cutAt = Math.round(seconds * 0.4);
             long healAt = Math.round(seconds * 0.75);
-            StringBuilder head = new StringBuilder("\n   t ");
+            double budgetMiB = budget / (double) MiB;
+            // what the site may send in one second: the budget and the bursts of the shared buckets (within 5 % of it)
+            double ceilingMiB = budgetMiB * 1.05 + 0.0625;
+            out.println();
+            out.printf(Locale.ROOT, "Each second, MiB/s per gateway: sent = granted by its governor, read = read by its"
+                    + " clients,%nshare = its lease share (CLOSED: failing closed), fair = its max-min fair share of the"
+                    + " budget%nfor the clients' demands of the gateways not failing closed. Site: sent by all against"
+                    + " %.1f.%n", budgetMiB);
+            StringBuilder names = new StringBuilder("     ");
+            StringBuilder head = new StringBuilder("   t ");
             for (int i = 1; i <= gateways; i++) {
-                head.append(String.format(Locale.ROOT, "  gw-%d MiB/s share", i));
+                names.append(String.format(Locale.ROOT, "| %-23s", "gw-" + i));
+                head.append("| sent  read  share  fair");
             }
-            head.append("   Σ MiB/s Σ share  (budget ").append(String.format(Locale.ROOT, "%.1f", budget / (double) MiB)).append(")");
-            out.println(head);
-            long[] prev = new long[gateways];
+            out.println(names.append("| site"));
+            out.println(head.append("| sent verdict"));
+            long[] prevSent = new long[gateways];
+            long[] prevRead = new long[gateways];
             for (int i = 0; i < gateways; i++) {
-                prev[i] = granted(gws.get(i));
+                prevSent[i] = granted(gws.get(i));
+                prevRead[i] = read[i].get();
             }
             double maxSum = 0;
             double sumAll = 0;
+            int overSeconds = 0;
+            int[] belowSeconds = new int[gateways];
+            double[] readAll = new double[gateways];
+            double[] fairAll = new double[gateways];
             long start = System.nanoTime();
+            long prevAt = start;
             for (long s = 1; s <= seconds; s++) {
                 long wake = start + TimeUnit.SECONDS.toNanos(s);
                 while (System.nanoTime() < wake) {
                     TimeUnit.NANOSECONDS.sleep(Math.min(50_000_000, wake - System.nanoTime()));
                 }
+                long at = System.nanoTime();
+                double secs = (at - prevAt) / 1e9; // the real length of this second: the host may have paused us
+                prevAt = at;
                 StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%4d ", s));
                 double sum = 0;
-                double shares = 0;
+                double[] sent = new double[gateways];
+                double[] got = new double[gateways];
+                boolean[] closed = new boolean[gateways];
+                double[] wants = new double[gateways];
+                String[] share = new String[gateways];
                 for (int i = 0; i < gateways; i++) {
-                    long now = granted(gws.get(i));
-                    double mib = (now - prev[i]) / (double) MiB;
-                    prev[i] = now;
+                    long nowSent = granted(gws.get(i));
+                    long nowRead = read[i].get();
+                    sent[i] = (nowSent - prevSent[i]) / (double) MiB / secs;
+                    got[i] = (nowRead - prevRead[i]) / (double) MiB / secs;
+                    prevSent[i] = nowSent;
+                    prevRead[i] = nowRead;
                     ReadyReport.SiteDirection d = gws.get(i).readyReport().governance().site().directions().get("download");
-                    sum += mib;
-                    if (!d.failingClosed()) {
-                        shares += d.share() / (double) MiB;
+                    closed[i] = d.failingClosed();
+                    wants[i] = closed[i] ? 0 : demand[i] / MiB;
+                    share[i] = closed[i] ? "CLOSED" : d.share() < 0 ? "held"
+                            : String.format(Locale.ROOT, "%.1f", d.share() / (double) MiB);
+                    sum += sent[i];
+                }
+                double[] fair = DemoPlan.fairShares(wants, budgetMiB);
+                List<String> below = new ArrayList<>();
+                for (int i = 0; i < gateways; i++) {
+                    row.append(String.format(Locale.ROOT, "|%5.1f %5.1f %6s %5.1f", sent[i], got[i], share[i], fair[i]));
+                    readAll[i] += got[i];
+                    fairAll[i] += fair[i];
+                    if (got[i] < 0.9 * fair[i]) {
+                        below.add(Integer.toString(i + 1));
+                        belowSeconds[i]++;
                     }
-                    row.append(String.format(Locale.ROOT, "  %10.1f %5s", mib,
-                            d.failingClosed() ? "CLOSED" : String.format(Locale.ROOT, "%.1f", d.share() / (double) MiB)));
                 }
                 maxSum = Math.max(maxSum, sum);
                 sumAll += sum;
-                row.append(String.format(Locale.ROOT, "  %8.1f %7.1f", sum, shares));
+                boolean over = sum > ceilingMiB;
+                if (over) {
+                    overSeconds++;
+                }
+                row.append(String.format(Locale.ROOT, "|%5.1f %s", sum, over ? "OVER BUDGET"
+                        : below.isEmpty() ? "fair" : "< fair: " + String.join(",", below)));
+                out.println(row);
                 if (s == cutAt) {
                     cut.partition(true);
-                    row.append("  <- gw-").append(gateways).append(" cut off from etcd");
+                    out.println("  -> gw-" + gateways + " cut off from etcd (it fails closed once its lease could have"
+                            + " expired)");
                 } else if (s == healAt) {
                     cut.partition(false);
-                    row.append("  <- link healed");
+                    out.println("  -> link healed");
                 }
-                out.println(row);
             }
-            out.printf(Locale.ROOT, "%nsummary: busiest second %.1f MiB/s, mean %.1f MiB/s, budget %.1f MiB/s"
-                            + " (ceiling per second: budget + one burst per gateway)%n", maxSum, sumAll / seconds,
-                    budget / (double) MiB);
+            out.printf(Locale.ROOT, "%nsummary: busiest second %.1f MiB/s, mean %.1f, budget %.1f (a second's ceiling:"
+                    + " budget + bursts, %.1f)%n", maxSum, sumAll / seconds, budgetMiB, ceilingMiB);
+            for (int i = 0; i < gateways; i++) {
+                out.printf(Locale.ROOT, "  gw-%d: its clients read %.1f MiB/s on average, fair share %.1f; below 90 %% of"
+                        + " it in %d of %d s%n", i + 1, readAll[i] / seconds, fairAll[i] / seconds, belowSeconds[i], seconds);
+            }
+            List<String> unfair = new ArrayList<>();
+            for (int i = 0; i < gateways; i++) {
+                if (belowSeconds[i] > 0) {
+                    unfair.add("gw-" + (i + 1) + " in " + belowSeconds[i] + " s");
+                }
+            }
+            out.println(overSeconds > 0
+                    ? "Verdict: the site sent more than its budget allows in " + overSeconds + " of " + seconds + " s."
+                    : "Verdict: the site stayed within its budget every second.");
+            out.println(unfair.isEmpty() ? "Every gateway's clients got at least 90 % of its fair share every second."
+                    : "Below its fair share: " + String.join(", ", unfair) + ".\nShares follow the demand each gateway"
+                            + " measures (docs/site-bandwidth.md, \"What the demo shows\").");
+            rc = overSeconds > 0 ? 1 : 0;
             stop.set(true);
             cut.close();
         } finally {
@@ -185,21 +255,22 @@ final class SiteDemo {
                 t.join(2000);
             }
         }
-        return 0;
+        return rc;
     }
 
     private static long granted(GatewayService g) {
         return g.readyReport().governance().bandwidth().get("download").grantedBytes();
     }
 
-    /** Downloads the object again and again, reading its body at the pace of {@code pace} (bytes/s). */
-    private static void drive(int port, RateLimiter pace, AtomicBoolean stop) {
+    /** Downloads the object again and again, reading its body at the pace of {@code pace} (bytes/s), counting it. */
+    private static void drive(int port, RateLimiter pace, java.util.concurrent.atomic.AtomicLong read, AtomicBoolean stop) {
         byte[] buf = new byte[64 << 10];
         try (S3Client c = EmbeddedS3.client(URI.create("http://127.0.0.1:" + port))) {
             while (!stop.get()) {
                 try (InputStream in = c.getObject(b -> b.bucket("site-demo").key("big"))) {
                     int n;
                     while (!stop.get() && (n = in.read(buf)) > 0) {
+                        read.addAndGet(n);
                         pace.acquire(n);
                     }
                 } catch (Exception e) {
