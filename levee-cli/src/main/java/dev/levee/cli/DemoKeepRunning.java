@@ -81,6 +81,8 @@ final class DemoKeepRunning {
         out.printf(Locale.ROOT, "  observer     curl -s http://127.0.0.1:%d/v1/limiters%n", e.observer());
         out.printf(Locale.ROOT, "  gateway      curl -s http://127.0.0.1:%d/metrics | grep levee_gateway_requests_total%n",
                 e.gatewayAdmin());
+        out.printf(Locale.ROOT, "               curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:%d/health/ready%n",
+                dev.levee.stack.LocalStack.HEALTH_TOKEN, e.gatewayAdmin());
         if (!e.limiters().isEmpty()) {
             out.printf(Locale.ROOT, "  limiters     curl -s http://%s/metrics | grep levee_limiter_decisions_total   (%s)%n",
                     e.limiters().getFirst(), String.join(" ", e.limiters()));

@@ -106,7 +106,8 @@ final class SiteDemo {
                                 keeper)).build();
                 HostPort any = new HostPort("127.0.0.1", 0);
                 GatewayService.Options o = new GatewayService.Options(any, any, new HostPort("127.0.0.1", s3.port()), false,
-                        GatewayService.OnFailure.ALLOW, Duration.ofSeconds(60), 256).withGovernance(gov);
+                        GatewayService.OnFailure.ALLOW, Duration.ofSeconds(60), 256).withGovernance(gov)
+                        .withHealthToken(dev.levee.stack.LocalStack.HEALTH_TOKEN);
                 gws.add(Daemon.await(GatewayService.start(vertx, o, null, Metrics.newRegistry()), "gateway gw-" + i));
             }
             double[] demand = new double[gateways];

@@ -125,7 +125,7 @@ class DemoIT {
      * nothing was refused and the verdict "Every quota held its bound" was trivially true.
      */
     @Test
-    void theExampleQuotaFileIsHeldAtTheRatesOfItsScaledCopies() {
+    void theExampleQuotaFileIsHeldAtTheRatesOfItsScaledCopies() throws Exception {
         String quotas = Path.of("..", "examples", "quotas.yaml").toAbsolutePath().normalize().toString();
         String out = runDemo("example-quotas", List.of("--quotas", quotas, "--max-rate", "150"));
         Matcher offering = OFFERING.matcher(out);
@@ -173,6 +173,9 @@ class DemoIT {
         assertThat(judged).isEqualTo(streams);
         assertThat(out).contains("Verdict: every stream stayed within its bound");
         assertThat(out.lines().filter(l -> l.length() > 100).toList()).as("lines over 100 columns").isEmpty();
+        // issue 26 item 9: the demo's gateway has a health token; its log does not warn that none is configured
+        assertThat(java.nio.file.Files.readString(DIR.resolve("example-quotas.log"))).contains("gateway S3 listener")
+                .doesNotContain("no health token configured");
     }
 
     /**
@@ -295,6 +298,15 @@ class DemoIT {
                             .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
             assertThat(limiters.statusCode()).isEqualTo(200);
             assertThat(limiters.body()).contains("limiter-1");
+            // the printed readiness command, with the demo's health token
+            Matcher ready = Pattern.compile("curl -s -H 'Authorization: Bearer (\\w+)' (http://127\\.0\\.0\\.1:\\d+/health/ready)")
+                    .matcher(out);
+            assertThat(ready.find()).as("a readiness command in\n%s", out).isTrue();
+            java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create(ready.group(2)))
+                            .header("Authorization", "Bearer " + ready.group(1)).timeout(Duration.ofSeconds(5)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as("the gateway's readiness with the printed token: %s", r.body()).isEqualTo(200);
             Matcher cp = AWS_CP.matcher(out);
             assertThat(cp.find()).as("an aws s3 cp command in\n%s", out).isTrue();
             try (software.amazon.awssdk.services.s3.S3Client c = DemandClient.s3Client(

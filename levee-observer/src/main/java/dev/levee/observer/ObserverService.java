@@ -162,8 +162,9 @@ public final class ObserverService implements AutoCloseable {
                 handle(req, null, source, registry, status, stats);
             }
         }).map(server -> {
-            LOG.info("observer listening on {}:{} (membership from etcd, incarnation {})", listen.host(),
-                    server.actualPort(), status.incarnation());
+            // not a second "listening" line: `levee observer` announces its address itself (issue 26 item 9)
+            LOG.info("observer serving membership from etcd on port {}, incarnation {}", server.actualPort(),
+                    status.incarnation());
             return new ObserverService(vertx, source, server, -1, stats);
         });
     }
@@ -219,8 +220,9 @@ public final class ObserverService implements AutoCloseable {
                             v.limiters().stream().map(m -> m.id() + "@" + m.address()).toList());
                 }
             });
-            LOG.info("observer listening on {}:{} ttl={}ms factor={} incarnation={} (list ready after one ttl)",
-                    options.listen().host(), server.actualPort(), options.ttl().toMillis(), options.factor(),
+            // not a second "listening" line: `levee observer` announces its address itself (issue 26 item 9)
+            LOG.info("observer serving membership from heartbeats on port {}: ttl={}ms factor={} incarnation={} (list"
+                    + " ready after one ttl)", server.actualPort(), options.ttl().toMillis(), options.factor(),
                     status.incarnation());
             return new ObserverService(vertx, membership, server, timer, stats);
         });

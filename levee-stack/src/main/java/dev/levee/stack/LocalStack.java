@@ -41,6 +41,18 @@ public final class LocalStack implements AutoCloseable {
         }
     }
 
+    /**
+     * The bearer token of the gateway's {@code GET /health/ready}: one per process, random, so that the stack's readiness
+     * can be asked (and the gateway does not warn that none is configured, issue 26 item 9).
+     */
+    public static final String HEALTH_TOKEN = java.util.HexFormat.of().formatHex(randomBytes());
+
+    private static byte[] randomBytes() {
+        byte[] b = new byte[16];
+        new java.security.SecureRandom().nextBytes(b);
+        return b;
+    }
+
     private final Vertx vertx;
     private final List<AutoCloseable> extras = new ArrayList<>();
     private final ObserverService observer;
@@ -83,8 +95,8 @@ public final class LocalStack implements AutoCloseable {
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
         GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
-                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256),
-                client, registry));
+                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256)
+                .withHealthToken(HEALTH_TOKEN), client, registry));
         LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
         stack.waitForLimiters(settings.limiters());
         return stack;
@@ -123,8 +135,8 @@ public final class LocalStack implements AutoCloseable {
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
         GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
-                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256),
-                client, registry));
+                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256)
+                .withHealthToken(HEALTH_TOKEN), client, registry));
         LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
         stack.extras.addAll(leases);
         stack.extras.add(membership);
