@@ -77,8 +77,8 @@ final class SiteDemo {
         if (EmbeddedEtcd.binary() == null) {
             throw new IllegalArgumentException("--gateways needs etcd installed: apt-get install -y etcd-server");
         }
-        out.printf(Locale.ROOT, "levee demo: %d gateways share a site download budget of %s through etcd leases"
-                + " (docs/site-bandwidth.md)...%n", gateways, ByteUnits.formatRate(budget));
+        out.printf(Locale.ROOT, "levee demo: %d gateways share a site download budget of %s through etcd leases...%n",
+                gateways, ByteUnits.formatRate(budget));
         Vertx vertx = dev.levee.runtime.Http.vertx();
         List<GatewayService> gws = new ArrayList<>();
         List<Thread> drivers = new ArrayList<>();
@@ -141,7 +141,7 @@ final class SiteDemo {
             out.printf(Locale.ROOT, "Each second, MiB/s per gateway: sent = granted by its governor, read = read by its"
                     + " clients,%nshare = its lease share (CLOSED: failing closed), fair = its max-min fair share of the"
                     + " budget%nfor the clients' demands of the gateways not failing closed. Site: sent by all against"
-                    + " %.1f.%n", budgetMiB);
+                    + " %.1f.%n(docs/site-bandwidth.md, \"What the demo shows\")%n", budgetMiB);
             StringBuilder names = new StringBuilder("     ");
             StringBuilder head = new StringBuilder("   t ");
             for (int i = 1; i <= gateways; i++) {
@@ -222,8 +222,8 @@ final class SiteDemo {
                     out.println("  -> link healed");
                 }
             }
-            out.printf(Locale.ROOT, "%nsummary: busiest second %.1f MiB/s, mean %.1f, budget %.1f (a second's ceiling:"
-                    + " budget + bursts, %.1f)%n", maxSum, sumAll / seconds, budgetMiB, ceilingMiB);
+            out.printf(Locale.ROOT, "%nsummary: busiest second %.1f MiB/s, mean %.1f, budget %.1f (with bursts: %.1f"
+                    + " a second)%n", maxSum, sumAll / seconds, budgetMiB, ceilingMiB);
             for (int i = 0; i < gateways; i++) {
                 out.printf(Locale.ROOT, "  gw-%d: its clients read %.1f MiB/s on average, fair share %.1f; below 90 %% of"
                         + " it in %d of %d s%n", i + 1, readAll[i] / seconds, fairAll[i] / seconds, belowSeconds[i], seconds);

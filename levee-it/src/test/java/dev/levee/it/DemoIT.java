@@ -22,8 +22,13 @@ class DemoIT {
     /** A line of the summary: {@code  [i] label … offered accepted SlowDown admit/s config/s ratio bound}. */
     static final Pattern SUMMARY = Pattern.compile("^\\s+\\[(\\d+)] .*");
 
+    /**
+     * Runs {@code levee demo} for a test whose point is not the measurement (the table, the advice, --keep-running):
+     * exit 0, or exit 1 with the verdict that the load generator fell behind (a loaded host: the demo says so, and
+     * what the test checks holds all the same).
+     */
     static String runDemo(String name, List<String> args) {
-        return runDemo(name, args, 0);
+        return runDemo(name, args, -1);
     }
 
     /** Runs {@code levee demo} as a process; asserts its exit status; returns its output. */
@@ -34,7 +39,12 @@ class DemoIT {
             int status = demo.awaitExit(Duration.ofSeconds(180));
             String out = demo.output();
             System.out.println(out);
-            assertThat(status).as(out).isEqualTo(expectedStatus);
+            if (expectedStatus < 0 && status == 1 && out.contains("\nVerdict: FELL BEHIND")) {
+                System.out.println("DemoIT: " + name + ": the load generator fell behind on this host (exit 1); the test"
+                        + " checks what does not depend on it");
+            } else {
+                assertThat(status).as(out).isEqualTo(Math.max(0, expectedStatus));
+            }
             return out;
         }
     }
@@ -127,7 +137,17 @@ class DemoIT {
     @Test
     void theExampleQuotaFileIsHeldAtTheRatesOfItsScaledCopies() throws Exception {
         String quotas = Path.of("..", "examples", "quotas.yaml").toAbsolutePath().normalize().toString();
-        String out = runDemo("example-quotas", List.of("--quotas", quotas, "--max-rate", "150"));
+        // as the demo advises when its load generator fell behind on a loaded host: run again with a lower --max-rate
+        String out = null;
+        int maxRate = 0;
+        for (int rate : new int[] {150, 75}) {
+            maxRate = rate;
+            out = runDemo("example-quotas-" + rate, List.of("--quotas", quotas, "--max-rate", Integer.toString(rate)), -1);
+            if (!out.contains("\nVerdict: FELL BEHIND")) {
+                break;
+            }
+        }
+        assertThat(out).as("a run in which the load generator kept up").doesNotContain("Verdict: FELL BEHIND");
         Matcher offering = OFFERING.matcher(out);
         assertThat(offering.find()).as("the header states the offered load").isTrue();
         double total = Double.parseDouble(offering.group(1));
@@ -136,8 +156,8 @@ class DemoIT {
         double factor = Double.parseDouble(offering.group(4));
         int g = Integer.parseInt(offering.group(5));
         assertThat(factor).isEqualTo(2.0);
-        assertThat(total).as("within --max-rate").isLessThanOrEqualTo(150).isGreaterThan(140);
-        assertThat(out).contains("above --max-rate 150");
+        assertThat(total).as("within --max-rate").isLessThanOrEqualTo(maxRate).isGreaterThan(maxRate * 0.93);
+        assertThat(out).contains("above --max-rate " + maxRate);
         Matcher h = HEADER_STREAM.matcher(out);
         double sum = 0;
         java.util.Map<Integer, double[]> met = new java.util.HashMap<>();
@@ -174,7 +194,7 @@ class DemoIT {
         assertThat(out).contains("Verdict: every stream stayed within its bound");
         assertThat(out.lines().filter(l -> l.length() > 100).toList()).as("lines over 100 columns").isEmpty();
         // issue 26 item 9: the demo's gateway has a health token; its log does not warn that none is configured
-        assertThat(java.nio.file.Files.readString(DIR.resolve("example-quotas.log"))).contains("gateway S3 listener")
+        assertThat(java.nio.file.Files.readString(DIR.resolve("example-quotas-" + maxRate + ".log"))).contains("gateway S3 listener")
                 .doesNotContain("no health token configured");
     }
 
@@ -226,7 +246,7 @@ class DemoIT {
         String validate = levee("validate-8-" + burst + "-" + loadFactor, "config", "validate", quotas.toString());
         String out = runDemo("burst-" + burst + "-" + loadFactor, List.of("--quotas", quotas.toString(), "--load-factor",
                 loadFactor, "--duration", "3s", "--warmup", "1s"));
-        assertThat(out).contains("Summary:");
+        assertThat(out).contains("Summary over");
         if (burst == 1) {
             assertThat(validate).contains("  warning: default: " + said);
             assertThat(out).contains(BURST_ADVICE).containsPattern("\\n  stream \\[\\d+]: " + Pattern.quote(said) + "\\n");
@@ -248,7 +268,7 @@ class DemoIT {
     @Test
     void theDefaultDemoDrivesOnlyQuotasThatHoldTheirRateAndHasNoBurstAdvice() {
         String out = runDemo("defaults", List.of("--duration", "3s", "--warmup", "1s"));
-        assertThat(out).contains("Summary:").doesNotContain(BURST_ADVICE).doesNotContain("under-admits");
+        assertThat(out).contains("Summary over").doesNotContain(BURST_ADVICE).doesNotContain("under-admits");
         int g = group(GROUP, out, 1);
         Matcher m = STREAM.matcher(out);
         int streams = 0;
@@ -285,7 +305,7 @@ class DemoIT {
                 "--keep-running", "--etcd", "--log-target", "file:" + DIR.resolve("keep-running.log")))) {
             demo.awaitOutput("levee demo: running until Ctrl-C or SIGTERM", Duration.ofSeconds(180));
             String out = demo.output();
-            assertThat(out.indexOf("Summary:")).as("the summary comes first").isPositive()
+            assertThat(out.indexOf("Summary over")).as("the summary comes first").isPositive()
                     .isLessThan(out.indexOf("keeps running"));
             int s3 = group(S3_ENDPOINT, out, 1);
             int backend = group(BACKEND, out, 1);
