@@ -212,15 +212,16 @@ final class DemoCommand implements Callable<Integer> {
                      : startOnEtcd(out, etcd, driven, slow != null ? slow.port() : s3.port(), settings, registry)) {
             out.printf(Locale.ROOT, "  S3 backend   http://127.0.0.1:%d (S3Proxy, in memory)%n", s3.port());
             if (slow != null) {
-                out.printf(Locale.ROOT, "  slow link    http://127.0.0.1:%d holds each answer of the backend %d ms"
-                        + " (--backend-latency); the gateway uses it%n", slow.port(), backendLatency.toMillis());
+                out.printf(Locale.ROOT, "  slow link    http://127.0.0.1:%d, before the backend, holds each answer %d ms"
+                        + " (--backend-latency)%n", slow.port(), backendLatency.toMillis());
             }
             out.printf(Locale.ROOT, "  observer     http://127.0.0.1:%d/v1/limiters%n", stack.observer().port());
             stack.limiters().forEach(l -> out.printf(Locale.ROOT, "  %-12s http://%s%n", l.id(), l.address()));
             out.printf(Locale.ROOT, "  gateway      http://127.0.0.1:%d (metrics: http://127.0.0.1:%d/metrics)%n",
                     stack.gateway().port(), stack.gateway().adminPort());
-            out.println("  logs         " + logTarget + (logTarget.file() != null ? " (this run;" : " (")
-                    + " grep a bucket for its decisions)");
+            out.println("  logs         " + logTarget);
+            out.println("               (" + (logTarget.file() != null ? "this run; " : "")
+                    + "grep a bucket name for its decisions)");
             try (dev.levee.stack.NginxFront front = withNginx ? dev.levee.stack.NginxFront.start(stack,
                          logTarget.file() != null && logTarget.file().getParent() != null
                                  ? logTarget.file().resolveSibling("nginx") : Path.of("levee-logs", "nginx")) : null;
@@ -595,7 +596,7 @@ final class DemoCommand implements Callable<Integer> {
                 case OVER -> "OVER its bound";
                 case UNDER -> "UNDER its rate";
                 case NOT_MEASURED -> s.offered <= s.configured() * 1.05 ? "offered within its quota"
-                        : "burst not spent in half the run";
+                        : "burst lasted over t/2";
             };
             if (held == Held.OVER) {
                 over.add(i + 1);
