@@ -758,17 +758,10 @@ public final class LeveeClient implements AutoCloseable {
 
     /**
      * A resource's limiters in HRW rank order for one view of the list (the first {@code n}), and its round-robin
-     * positions per operation and {@link #SLOTS slot} of object keys, so that each key's requests are spread evenly
-     * over the group's members. One position per (resource, operation) was not enough (issue 26 item 1): a counter of
-     * its own per object key ({@code prefix: "uploads/*"}) whose requests alternate with other keys' on the same
-     * bucket and operation took every 6th position, and with g = 4 met only 2 of the 4 members: it admitted 65 % of
-     * its rate ({@code levee demo --quotas examples/quotas.yaml}). A slot's positions start at the slot's number, so
-     * keys asked once each still spread over the members.
+     * {@link Positions} per operation, so that each object key's requests are spread evenly over the group's members.
      */
     private record Ranking(View view, int n, List<Member> ranked,
-                           ConcurrentHashMap<dev.levee.core.S3Operation, java.util.concurrent.atomic.AtomicLongArray> positions) {
-        /** Round-robin positions per operation: object keys share one by the hash of the key (16 longs per operation). */
-        static final int SLOTS = 16;
+                           ConcurrentHashMap<dev.levee.core.S3Operation, Positions> positions) {
 
         /** The group size {@code g}: a ranking holds the group and up to as many beyond it ({@code n = 2g}). */
         int g() {
@@ -777,13 +770,56 @@ public final class LeveeClient implements AutoCloseable {
 
         /** Returns the next round-robin position of {@code key}'s requests of {@code op} on this resource. */
         long next(dev.levee.core.S3Operation op, String key) {
-            java.util.concurrent.atomic.AtomicLongArray p = positions.get(op);
+            Positions p = positions.get(op);
             if (p == null) {
-                p = positions.computeIfAbsent(op, o -> new java.util.concurrent.atomic.AtomicLongArray(SLOTS));
+                p = positions.computeIfAbsent(op, o -> new Positions());
             }
-            int h = key.hashCode() * 0x9E3779B9; // Fibonacci hashing: the top bits depend on every bit of the hash
-            int slot = h >>> (Integer.SIZE - Integer.numberOfTrailingZeros(SLOTS));
-            return p.getAndIncrement(slot) + slot;
+            return p.next(key);
+        }
+    }
+
+    /**
+     * The round-robin positions of one (resource, operation): one of its own for each of the last few keys asked
+     * (up to {@link #SLOTS}, by the key's hash), so that a key's consecutive checks go to the group's members in turn;
+     * a key seen for the first time starts at the next position of the resource's shared sequence, so keys asked once
+     * each are spread in turn too. One shared position per (resource, operation) was not enough (issue 26 item 1): a
+     * counter of its own per object key ({@code prefix: "uploads/*"}) whose requests alternate with other keys' on
+     * the same bucket and operation took every 6th position, met only 2 of its 4 limiters and admitted 65 % of its rate
+     * ({@code levee demo --quotas examples/quotas.yaml}); so did a shared prefix counter whose two keys were each
+     * asked every other time. A key pushed out of its slot by others starts again from the shared sequence. About
+     * 130 bytes per (resource, operation); keys are kept as their 32-bit hash (two keys with one hash share a
+     * position).
+     */
+    static final class Positions {
+        /** Keys with a position of their own: the hot keys of one (resource, operation). */
+        static final int SLOTS = 8;
+        /** Slots looked at from a key's home slot before the home slot is taken over. */
+        static final int PROBES = 4;
+
+        private final int[] hashes = new int[SLOTS];
+        private final long[] next = new long[SLOTS];
+        private final boolean[] used = new boolean[SLOTS];
+        private long shared;
+
+        /** Returns the position of this check of {@code key}: the key's next, or the shared sequence's for a new key. */
+        synchronized long next(String key) {
+            int h = key.hashCode();
+            int home = (h * 0x9E3779B9) >>> (Integer.SIZE - Integer.numberOfTrailingZeros(SLOTS));
+            int free = -1;
+            for (int i = 0; i < PROBES; i++) {
+                int slot = (home + i) & (SLOTS - 1);
+                if (!used[slot]) {
+                    free = free < 0 ? slot : free;
+                } else if (hashes[slot] == h) {
+                    return next[slot]++;
+                }
+            }
+            int slot = free >= 0 ? free : home;
+            long start = shared++;
+            used[slot] = true;
+            hashes[slot] = h;
+            next[slot] = start + 1;
+            return start;
         }
     }
 

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Each object key's checks are spread over every member of its group (issue 26 item 1). A per-object counter
+ * Each object key's checks are spread over every member of its group (issue 26 item 1), and keys asked once each
+ * in turn. A per-object counter
  * ({@code prefix: "uploads/*"}) whose requests alternate with other keys' on the same bucket and operation met only 2
  * of its 4 limiters when the round-robin position was one per (bucket, operation): with 6 checks per round on the
  * bucket, the key took every 6th position, and 6 mod 4 = 2. Its quota then admitted 65 % of its rate in
@@ -85,18 +86,31 @@ class KeySpreadTest {
 
     @Test
     void aKeyWhoseChecksAlternateWithOtherKeysOfTheBucketMeetsEveryMemberOfItsGroup() throws Exception {
-        // the demo's three GetObject streams on one bucket, one of them alternating two keys (uploads/*)
+        // the demo's three GetObject streams on example-bucket (examples/quotas.yaml), each alternating two keys:
+        // photos/2024 (one counter), uploads/* (a counter per key), "" (one counter); with 16 slots by hash, the keys
+        // of photos/2024 and "" shared slots pairwise and still met 2 members each
         for (int round = 0; round < 40; round++) {
-            check("photos/2024/demo-1.bin");
+            check("photos/2024/demo-" + (1 + round % 2) + ".bin");
             check(round % 2 == 0 ? "uploads/a.bin" : "uploads/b.bin");
-            check("levee-demo-unmatched/x.bin");
+            check("demo-" + (1 + round % 2) + ".bin");
         }
-        for (String key : List.of("uploads/a.bin", "uploads/b.bin", "photos/2024/demo-1.bin")) {
+        for (String key : List.of("uploads/a.bin", "uploads/b.bin", "photos/2024/demo-1.bin", "photos/2024/demo-2.bin",
+                "demo-1.bin", "demo-2.bin")) {
             Map<String, Long> perMember = new java.util.TreeMap<>();
             decided.forEach((id, keys) -> perMember.put(id, keys.stream().filter(key::equals).count()));
             long n = perMember.values().stream().mapToLong(Long::longValue).sum();
+            assertThat(n).isEqualTo(20);
             assertThat(perMember.values()).as("%s: checks per member %s", key, perMember)
                     .allSatisfy(c -> assertThat(c).isBetween(n / 4 - 1, n / 4 + 1));
         }
+    }
+
+    @Test
+    void keysAskedOnceEachAreSpreadInTurn() throws Exception {
+        for (int k = 0; k < 40; k++) {
+            check("once/" + k);
+        }
+        assertThat(decided.values()).as("40 keys asked once each over 4 members").allSatisfy(keys ->
+                assertThat(keys).hasSize(10));
     }
 }
