@@ -29,19 +29,19 @@ if [ "${1:-}" = ops ]; then
   cell put R copyto "$W/data" "lv:$BUCKET/${PREFIX}a"
   DETAIL="--s3-upload-cutoff 5Mi --s3-chunk-size 5Mi (default cutoff 200 MiB)"
   cell put-multipart bash -c 'rclone copyto --s3-upload-cutoff 5Mi --s3-chunk-size 5Mi "$0" "lv:$BUCKET/${PREFIX}mp" &&
-    rclone lsjson --stat --hash "lv:$BUCKET/${PREFIX}mp" | grep -q "\"Size\":6291456"' "$W/big"
+    rclone lsjson --stat --hash "lv:$BUCKET/${PREFIX}mp" | grep -q "\"Size\": *6291456"' "$W/big"
   printf 'CELL\tput-checksum\tna\t%s\n' "rclone $(rclone version | head -1 | cut -d' ' -f2) sends no aws-chunked uploads (Content-MD5 / x-amz-meta-md5chksum)"
   cell get-range bash -c 'rclone cat --offset 10 --count 90 "lv:$BUCKET/${PREFIX}a" >"$0.range" && cmp -s "$0.range" <(tail -c +11 "$0" | head -c 90) ||
     { echo "range differs" >&2; exit 1; }' "$W/data"
   DETAIL="rclone lsjson --stat of one object"
-  cell head bash -c 'rclone lsjson --stat "lv:$BUCKET/${PREFIX}a" | grep -q "\"Size\":100000"'
+  cell head bash -c 'rclone lsjson --stat "lv:$BUCKET/${PREFIX}a" | grep -q "\"Size\": *100000" || { echo "not the object: $(rclone lsjson --stat "lv:$BUCKET/${PREFIX}a")" >&2; exit 1; }'
   cell list bash -c 'rclone lsf "lv:$BUCKET/$PREFIX" | grep -qx a || { echo "not listed" >&2; exit 1; }'
   DETAIL="rclone copyto between two S3 paths (server-side copy)"
   cell copy bash -c 'rclone copyto "lv:$BUCKET/${PREFIX}a" "lv:$BUCKET/${PREFIX}copy" && rclone cat "lv:$BUCKET/${PREFIX}copy" | cmp -s - "$0"' "$W/data"
   DETAIL="rclone link, fetched with curl"
   cell presigned-get bash -c 'u=$(rclone link "lv:$BUCKET/${PREFIX}a") && fetch "$u" "$0.pg" && cmp -s "$0" "$0.pg"' "$W/data"
   printf 'CELL\tpresigned-put\tna\trclone presigns GET only (rclone link)\n'
-  cell delete bash -c 'rclone deletefile "lv:$BUCKET/${PREFIX}copy" && ! rclone lsjson --stat "lv:$BUCKET/${PREFIX}copy" >/dev/null 2>&1'
+  cell delete bash -c 'rclone deletefile "lv:$BUCKET/${PREFIX}copy" && ! rclone lsf "lv:$BUCKET/$PREFIX" | grep -qx copy'
 else
   probe() {
     local err
