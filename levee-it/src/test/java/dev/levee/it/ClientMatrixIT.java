@@ -265,6 +265,13 @@ class ClientMatrixIT {
         env.put("AK", EmbeddedS3.ACCESS_KEY);
         env.put("SK", EmbeddedS3.SECRET_KEY);
         Path work = DIR.resolve("work").resolve(client + "-" + path + "-" + mode).toAbsolutePath();
+        if (Files.exists(work)) { // an earlier run's files (the scripts collect their probes' results from files here)
+            try (java.util.stream.Stream<Path> old = Files.walk(work)) {
+                for (Path f : old.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.delete(f);
+                }
+            }
+        }
         Files.createDirectories(work);
         env.put("WORK", work.toString());
         if (client.equals("java-sdk-v2")) {
