@@ -5,6 +5,7 @@ import concurrent.futures
 import http.client
 import os
 import sys
+import threading
 import urllib.parse
 
 import boto3
@@ -18,8 +19,15 @@ s3 = boto3.client("s3", endpoint_url=EP, region_name="us-east-1", aws_access_key
 DATA = bytes((i * 7 + 3) % 251 for i in range(100_000))
 
 
+OUT = threading.Lock()
+
+
 def out(*fields):
-    print("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields), flush=True)
+    """One whole line at a time: the probe's threads print at once (print() may interleave their lines)."""
+    line = "\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields) + "\n"
+    with OUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def cell(op, fn):
