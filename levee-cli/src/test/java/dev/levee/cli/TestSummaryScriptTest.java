@@ -12,14 +12,31 @@ import org.junit.jupiter.api.io.TempDir;
 /** {@code scripts/test} ends with one total across every module's surefire and failsafe reports (issue 13 item 6). */
 class TestSummaryScriptTest {
 
+    /** Writes a report as Surefire does: the suite's counts and one {@code <testcase>} per case that ran. */
     static void report(Path dir, String module, String kind, String name, int tests, int failures, int errors, int skipped)
             throws Exception {
+        StringBuilder cases = new StringBuilder();
+        for (int i = 0; i < tests; i++) {
+            String body = i < failures ? "<failure message=\"boom\" type=\"java.lang.AssertionError\">trace</failure>"
+                    : i < failures + errors ? "<error message=\"x\" type=\"java.io.IOException\"/>"
+                    : i < failures + errors + skipped ? "<skipped message=\"assumption\"/>" : "";
+            cases.append("  <testcase name=\"t").append(i).append("\" classname=\"").append(name).append("\" time=\"0.1\"")
+                    .append(body.isEmpty() ? "/>\n" : ">" + body + "</testcase>\n");
+        }
+        write(dir, module, kind, name, "<testsuite xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" name=\"" + name
+                + "\" time=\"1.2\" tests=\"" + tests + "\" errors=\"" + errors + "\" skipped=\"" + skipped + "\" failures=\""
+                + failures + "\">\n" + cases + "</testsuite>\n");
+    }
+
+    static void write(Path dir, String module, String kind, String name, String body) throws Exception {
         Path d = dir.resolve(module).resolve("target").resolve(kind + "-reports");
         Files.createDirectories(d);
-        Files.writeString(d.resolve("TEST-" + name + ".xml"), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                + "<testsuite xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" name=\"" + name + "\" time=\"1.2\""
-                + " tests=\"" + tests + "\" errors=\"" + errors + "\" skipped=\"" + skipped + "\" failures=\"" + failures
-                + "\">\n  <testcase name=\"x\" classname=\"" + name + "\" time=\"0.1\"/>\n</testsuite>\n");
+        Files.writeString(d.resolve("TEST-" + name + ".xml"), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + body);
+    }
+
+    static Process summary(Path dir) throws Exception {
+        return new ProcessBuilder("bash", Path.of("..", "scripts", "test-summary").toString(), dir.toString())
+                .redirectErrorStream(true).start();
     }
 
     @Test
@@ -29,12 +46,48 @@ class TestSummaryScriptTest {
         report(dir, "levee-it", "failsafe", "dev.levee.it.EtcdIT", 9, 0, 1, 1);
         Files.writeString(dir.resolve("levee-it/target/failsafe-reports/failsafe-summary.xml"),
                 "<failsafe-summary><completed>9</completed></failsafe-summary>");
-        Process p = new ProcessBuilder("bash", Path.of("..", "scripts", "test-summary").toString(), dir.toString())
-                .redirectErrorStream(true).start();
+        Process p = summary(dir);
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
         assertThat(p.exitValue()).as(out).isZero();
         assertThat(out.strip()).isEqualTo("81 passed, 2 failed, 3 skipped (3 test classes)");
+    }
+
+    /**
+     * A JUnit {@code @ParameterizedClass} (NginxCheckIT) gets {@code tests="0"} in its Surefire 3.5.4 report, its
+     * cases listed under the invocation's name {@code Class[1]}, {@code Class[2]}: they count (issue 26 item 8).
+     */
+    @Test
+    void casesOfAParameterizedClassCountThoughTheSuiteSaysZero(@TempDir Path dir) throws Exception {
+        report(dir, "levee-core", "surefire", "dev.levee.core.GcraTest", 2, 0, 0, 0);
+        write(dir, "levee-it", "failsafe", "dev.levee.it.NginxCheckIT",
+                "<testsuite name=\"dev.levee.it.NginxCheckIT\" time=\"17.963\" tests=\"0\" errors=\"0\" skipped=\"0\" failures=\"0\">\n"
+                + "  <properties><property name=\"java.version\" value=\"25\"/></properties>\n"
+                + "  <testcase name=\"refusal()[1]\" classname=\"dev.levee.it.NginxCheckIT[1]\" time=\"0.04\"/>\n"
+                + "  <testcase name=\"http2()[1]\" classname=\"dev.levee.it.NginxCheckIT[1]\" time=\"0.01\">\n"
+                + "    <skipped message=\"Assumption failed: cosockets work in HTTP/2 requests\"/>\n  </testcase>\n"
+                + "  <testcase name=\"refusal()[2]\" classname=\"dev.levee.it.NginxCheckIT[2]\" time=\"0.05\"/>\n"
+                + "  <testcase name=\"http2()[2]\" classname=\"dev.levee.it.NginxCheckIT[2]\" time=\"0.2\">\n"
+                + "    <failure message=\"expected 200\" type=\"org.opentest4j.AssertionFailedError\">trace</failure>\n"
+                + "    <system-out><![CDATA[a line with <testcase> in it]]></system-out>\n  </testcase>\n</testsuite>\n");
+        Process p = summary(dir);
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).as(out).isZero();
+        assertThat(out.strip()).isEqualTo("4 passed, 1 failed, 1 skipped (2 test classes)");
+    }
+
+    @Test
+    void aReportThatCannotBeReadFailsTheSummaryAndIsNamed(@TempDir Path dir) throws Exception {
+        report(dir, "levee-core", "surefire", "dev.levee.core.GcraTest", 2, 0, 0, 0);
+        write(dir, "levee-it", "failsafe", "dev.levee.it.EtcdIT", "<testsuite name=\"dev.levee.it.EtcdIT\" tests=\"3\">\n"
+                + "  <testcase name=\"a\" classname=\"dev.levee.it.EtcdIT\"/>\n"); // cut off, as by a killed fork
+        Process p = summary(dir);
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).as(out).isEqualTo(1);
+        assertThat(out).contains("2 passed, 0 failed, 0 skipped (1 test classes)")
+                .contains("cannot read the report").contains("TEST-dev.levee.it.EtcdIT.xml");
     }
 
     @Test
