@@ -321,6 +321,12 @@ public final class LeveeClient implements AutoCloseable {
     private String holdReason;
     /** No limiter known or the observer unreachable: warned at start, every warnInterval, and at the end. */
     private final dev.levee.runtime.LoudCondition degraded;
+    /**
+     * The gauges this client registered, removed by {@link #stop()}: a gauge names its client, so a client started
+     * after this one on the same registry would otherwise find the names taken (Micrometer keeps the first and
+     * warns "This Gauge has been already registered") and its gauges would read the stopped client.
+     */
+    private final List<io.micrometer.core.instrument.Meter> gauges = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
         this.vertx = vertx;
@@ -329,23 +335,23 @@ public final class LeveeClient implements AutoCloseable {
         this.registry = registry;
         this.context = vertx.getOrCreateContext();
         this.wireChannelClass = dev.levee.runtime.Http.socketChannelClass(vertx);
-        io.micrometer.core.instrument.Gauge.builder("levee_client_list_held", this, c -> c.held ? 1 : 0)
+        gauges.add(io.micrometer.core.instrument.Gauge.builder("levee_client_list_held", this, c -> c.held ? 1 : 0)
                 .description("1 while the last limiter list is kept against a newer one (see levee_client_list_holds_total)")
-                .register(registry);
+                .register(registry));
         this.degraded = new dev.levee.runtime.LoudCondition(options.warnInterval());
         this.observersDown = new dev.levee.runtime.LoudCondition(options.warnInterval());
-        io.micrometer.core.instrument.Gauge.builder("levee_client_observers_unreachable", this,
+        gauges.add(io.micrometer.core.instrument.Gauge.builder("levee_client_observers_unreachable", this,
                         c -> c.observerProblems.values().stream().filter(p -> p.startsWith("unreachable")).count())
                 .description("observers (of those given to --observer) that did not answer the last refresh")
-                .register(registry);
-        io.micrometer.core.instrument.Gauge.builder("levee_client_fail_open", this, c -> c.view.limiters().isEmpty() ? 1 : 0)
+                .register(registry));
+        gauges.add(io.micrometer.core.instrument.Gauge.builder("levee_client_fail_open", this, c -> c.view.limiters().isEmpty() ? 1 : 0)
                 .description("1 while no limiter is known: every check answers failed and passes by the failure policy"
                         + " (counted in levee_client_results_total{result=\"failed\"})")
-                .register(registry);
-        io.micrometer.core.instrument.Gauge.builder("levee_client_observer_unreachable", this,
+                .register(registry));
+        gauges.add(io.micrometer.core.instrument.Gauge.builder("levee_client_observer_unreachable", this,
                         c -> c.observerReachable ? 0 : 1)
                 .description("1 while the last refresh reached no observer (the last list is kept)")
-                .register(registry);
+                .register(registry));
         // both reasons exported from the start at 0, so that rate() sees the first hold and dashboards find the series
         holds("not_ready");
         holds("shrunk");
@@ -1569,10 +1575,13 @@ public final class LeveeClient implements AutoCloseable {
 
     /**
      * Stops refreshing and closes connections. Checks still waiting for a limiter, and checks made from
-     * then on, are answered {@link ClientDecision.Result#FAILED} ("levee-client is stopped") at once.
+     * then on, are answered {@link ClientDecision.Result#FAILED} ("levee-client is stopped") at once. Its gauges
+     * leave the registry (a client started after it on the same registry registers its own); counters stay.
      */
     public Future<Void> stop() {
         stopped = true;
+        gauges.forEach(registry::remove);
+        gauges.clear();
         if (refreshTimer >= 0) {
             vertx.cancelTimer(refreshTimer);
         }

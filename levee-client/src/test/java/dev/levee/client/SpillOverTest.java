@@ -215,6 +215,24 @@ class SpillOverTest {
         assertThat(Rendezvous.groupSize(2, 4) * 2).isEqualTo(4);
     }
 
+    /**
+     * A client started after another on the same registry (as spillOverStopsAtTheCheckDeadline does) shows its own
+     * gauges: the stopped one's are removed. They stayed, and Micrometer logged "This Gauge has been already
+     * registered" and kept the stopped client's (issue 26 item 7).
+     */
+    @Test
+    void aStoppedClientsGaugesLeaveTheRegistryForTheNextClient() throws Exception {
+        assertThat(registry.find("levee_client_list_held").gauge()).isNotNull();
+        client.stop().await(10, TimeUnit.SECONDS);
+        assertThat(registry.find("levee_client_list_held").gauge()).isNull();
+        assertThat(registry.find("levee_client_fail_open").gauge()).isNull();
+        // the next client's observer refuses: it knows no limiter, its fail-open gauge reads 1 (the stopped one's 0)
+        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", 1),
+                        Duration.ofHours(1), Duration.ofMillis(150), Duration.ofSeconds(30), List.of()),
+                SystemTicker.INSTANCE, registry).await(10, TimeUnit.SECONDS);
+        assertThat(registry.find("levee_client_fail_open").gauge().value()).isEqualTo(1.0);
+    }
+
     @Test
     void spillOverStopsAtTheCheckDeadline() throws Exception {
         silent.addAll(List.of("l1", "l2", "l3", "l4"));
