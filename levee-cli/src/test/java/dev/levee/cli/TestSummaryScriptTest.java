@@ -95,4 +95,37 @@ class TestSummaryScriptTest {
         String script = Files.readString(Path.of("..", "scripts", "test"));
         assertThat(script).contains("scripts/test-summary").contains("exit \"$status\"").doesNotContain("exec ./mvnw");
     }
+
+    /**
+     * scripts/test's console: a line per module with the time since the start, and Maven's [ERROR] lines; not the
+     * role log lines, test output and Maven warnings a green run printed (issue 26 item 7).
+     */
+    @Test
+    void theConsoleShowsAProgressLinePerModuleAndErrorsOnly() throws Exception {
+        String maven = String.join("\n",
+                "[INFO] Building Levee 0.1.0-SNAPSHOT                                       [1/16]",
+                "[INFO] Building jar: /r/levee-core/target/levee-core-0.1.0-SNAPSHOT.jar",
+                "[WARNING] Cannot find annotation method 'value()' in type 'io.vertx.codegen.annotations.GenIgnore'",
+                "[INFO] Building Levee core: GCRA, HRW, time (pure) 0.1.0-SNAPSHOT          [2/16]",
+                "<132>1 2026-12-04T21:19:32.242Z vm levee-test 23544 - - site lease of gateway gw-1 lost",
+                "WARNING: A terminally deprecated method in sun.misc.Unsafe has been called",
+                "[INFO] Tests run: 3, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.2 s -- in dev.levee.core.GcraTest",
+                "[ERROR] Tests run: 4, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 3.8 s <<< FAILURE! -- in dev.levee.core.X",
+                "[WARNING] netty-buffer-4.2.15.Final.jar, netty-codec-base-4.2.15.Final.jar define 1 overlapping resource: ",
+                "") + "\n";
+        Process p = new ProcessBuilder("bash", Path.of("..", "scripts", "test-progress").toString())
+                .redirectErrorStream(true).start();
+        p.getOutputStream().write(maven.getBytes(StandardCharsets.UTF_8));
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(out.lines().toList()).containsExactly(
+                "scripts/test: 0:00 [1/16] Levee",
+                "scripts/test: 0:00 [2/16] Levee core: GCRA, HRW, time (pure)",
+                "[ERROR] Tests run: 4, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 3.8 s <<< FAILURE! -- in dev.levee.core.X",
+                "scripts/test: 0:00 Maven done");
+        String script = Files.readString(Path.of("..", "scripts", "test"));
+        assertThat(script).contains("scripts/test-progress").contains("-Dmaven.test.redirectTestOutputToFile=true")
+                .contains("levee_jvm_access_options");
+    }
 }
