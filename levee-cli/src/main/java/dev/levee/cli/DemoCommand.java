@@ -109,6 +109,11 @@ final class DemoCommand implements Callable<Integer> {
             + " commands to try (aws s3, curl, levee quota) and stop on Ctrl-C or SIGTERM")
     boolean keepRunning;
 
+    @Option(names = "--ui", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "the observer serves its live page of the hot resources at http://127.0.0.1:<port>/ui/"
+                    + " (docs/stats-page.md; loopback only); --no-ui: off (default: on)")
+    boolean ui;
+
     @Option(names = "--log-target", converter = Converters.LogTargetConverter.class,
             defaultValue = "file:levee-logs/demo.log",
             description = "where the components' RFC 5424 logs go (default: ${DEFAULT-VALUE})")
@@ -199,7 +204,7 @@ final class DemoCommand implements Callable<Integer> {
                 + cfg.factor() + "), client and gateway on loopback" + (withEtcd ? ", with etcd" : "") + "...");
         io.micrometer.core.instrument.MeterRegistry registry = Metrics.newRegistry();
         LocalStack.Settings settings = new LocalStack.Settings(limiterCount, Duration.ofSeconds(2), Duration.ofMillis(500),
-                Duration.ofMillis(500), !withNginx, dev.levee.gateway.GatewayService.OnFailure.ALLOW);
+                Duration.ofMillis(500), !withNginx, dev.levee.gateway.GatewayService.OnFailure.ALLOW, ui);
         DemoKeepRunning keeper = null;
         int rc;
         try (EmbeddedEtcd etcd = withEtcd ? EmbeddedEtcd.start() : null;
@@ -216,6 +221,7 @@ final class DemoCommand implements Callable<Integer> {
                         + " (--backend-latency)%n", slow.port(), backendLatency.toMillis());
             }
             out.printf(Locale.ROOT, "  observer     http://127.0.0.1:%d/v1/limiters%n", stack.observer().port());
+            DemoKeepRunning.printLive(out, stack.observer().port(), ui);
             stack.limiters().forEach(l -> out.printf(Locale.ROOT, "  %-12s http://%s%n", l.id(), l.address()));
             out.printf(Locale.ROOT, "  gateway      http://127.0.0.1:%d (metrics: http://127.0.0.1:%d/metrics)%n",
                     stack.gateway().port(), stack.gateway().adminPort());
@@ -249,7 +255,7 @@ final class DemoCommand implements Callable<Integer> {
                             etcd == null ? null : etcd.endpoint(), front == null ? null : front.accessLog(),
                             (quotas == null ? "the embedded default quotas" : quotas.toString())
                                     + (driven != cfg ? ", with the scaled copies above" : ""), shown.bucket,
-                            shown.keys.getFirst()));
+                            shown.keys.getFirst()), ui);
                     keeper.awaitStopRequest();
                     out.println("levee demo: stopping (closing the gateway, limiters, observer, backend"
                             + (front != null ? ", NGINX" : "") + (etcd != null ? ", etcd" : "") + ")...");

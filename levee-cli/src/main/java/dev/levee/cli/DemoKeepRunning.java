@@ -57,8 +57,26 @@ final class DemoKeepRunning {
         stopped.countDown();
     }
 
-    /** Prints the endpoints and ready-to-paste commands. */
+    /**
+     * Prints the observer's live page (when served) and the {@code levee top} command for this demo's observer
+     * (issue 26 item 3): at start, for another terminal while the demo runs, and again with --keep-running.
+     */
+    static void printLive(PrintStream out, int observer, boolean ui) {
+        if (ui) {
+            out.printf(Locale.ROOT, "  live page    http://127.0.0.1:%d/ui/ (hot resources and their last minute; --no-ui:"
+                    + " off)%n", observer);
+        }
+        out.printf(Locale.ROOT, "  levee top    ./levee top --observer 127.0.0.1:%d   (the same table in a terminal)%n",
+                observer);
+    }
+
+    /** Prints the endpoints and ready-to-paste commands, without the live page. */
     static void print(PrintStream out, Endpoints e) {
+        print(out, e, false);
+    }
+
+    /** Prints the endpoints and ready-to-paste commands; the live page's address when {@code ui}. */
+    static void print(PrintStream out, Endpoints e, boolean ui) {
         String s3 = "http://127.0.0.1:" + e.s3Endpoint();
         out.println();
         out.println("The stack keeps running (--keep-running): try it.");
@@ -79,6 +97,7 @@ final class DemoKeepRunning {
         out.printf(Locale.ROOT, "  S3 backend   http://127.0.0.1:%d (S3Proxy behind the gateway, no quotas; same keys)%n",
                 e.backend());
         out.printf(Locale.ROOT, "  observer     curl -s http://127.0.0.1:%d/v1/limiters%n", e.observer());
+        printLive(out, e.observer(), ui);
         out.printf(Locale.ROOT, "  gateway      curl -s http://127.0.0.1:%d/metrics | grep levee_gateway_requests_total%n",
                 e.gatewayAdmin());
         out.printf(Locale.ROOT, "               curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:%d/health/ready%n",

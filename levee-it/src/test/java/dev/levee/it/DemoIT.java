@@ -329,6 +329,26 @@ class DemoIT {
                             .header("Authorization", "Bearer " + ready.group(1)).timeout(Duration.ofSeconds(5)).build(),
                     java.net.http.HttpResponse.BodyHandlers.ofString());
             assertThat(r.statusCode()).as("the gateway's readiness with the printed token: %s", r.body()).isEqualTo(200);
+            // the live page, served by default, printed at start and again with the endpoints (issue 26 item 3)
+            Matcher page = java.util.regex.Pattern.compile("(?m)^  live page    (http://127\\.0\\.0\\.1:(\\d+)/ui/) ")
+                    .matcher(out);
+            assertThat(page.find()).as("the live page's address at start in\n%s", out).isTrue();
+            assertThat(page.find(out.indexOf("keeps running"))).as("the live page's address with the endpoints").isTrue();
+            assertThat(Integer.parseInt(page.group(2))).as("the observer's port").isEqualTo(observer);
+            java.net.http.HttpResponse<String> ui = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create(page.group(1))).timeout(Duration.ofSeconds(5))
+                            .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertThat(ui.statusCode()).as("the printed live page").isEqualTo(200);
+            assertThat(ui.headers().firstValue("Content-Type")).hasValue("text/html; charset=utf-8");
+            Matcher top = java.util.regex.Pattern.compile("(?m)^  levee top    \\./levee (top --observer 127\\.0\\.0\\.1:"
+                    + observer + ") ").matcher(out);
+            assertThat(top.find(out.indexOf("keeps running"))).as("a levee top line with the endpoints in\n%s", out).isTrue();
+            List<String> topOnce = new java.util.ArrayList<>(List.of(top.group(1).split(" ")));
+            topOnce.add("--once");
+            try (RoleProcess t = RoleProcess.start(DIR, "keep-running-top", topOnce)) {
+                assertThat(t.awaitExit(Duration.ofSeconds(60))).as(t.output()).isZero();
+                assertThat(t.output()).as("the printed levee top command").contains("limiters 4/4 answered");
+            }
             Matcher cp = AWS_CP.matcher(out);
             assertThat(cp.find()).as("an aws s3 cp command in\n%s", out).isTrue();
             try (software.amazon.awssdk.services.s3.S3Client c = DemandClient.s3Client(

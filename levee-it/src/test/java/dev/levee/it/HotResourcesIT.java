@@ -261,6 +261,17 @@ class HotResourcesIT {
                 URI.create("http://" + limiters.get(0).address() + "/v1/stats")).build(),
                 HttpResponse.BodyHandlers.ofByteArray()).body());
         assertThat(schemaErrors("LimiterStats", one)).as("limiter's /v1/stats against openapi.yaml").isEmpty();
+        // the per-second history the live page reads at load (issue 26 item 3), limiter's and observer's
+        JsonNode limiterHistory = Json.MAPPER.readTree(HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://" + limiters.get(0).address() + "/v1/stats/history")).build(),
+                HttpResponse.BodyHandlers.ofByteArray()).body());
+        assertThat(schemaErrors("LimiterStatsHistory", limiterHistory)).as("limiter's /v1/stats/history").isEmpty();
+        JsonNode observerHistory = Json.MAPPER.readTree(HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + observer.port() + "/v1/stats/history")).build(),
+                HttpResponse.BodyHandlers.ofByteArray()).body());
+        assertThat(schemaErrors("ObserverStatsHistory", observerHistory)).as("observer's /v1/stats/history").isEmpty();
+        assertThat(observerHistory.path("answered").asInt()).isEqualTo(4);
+        assertThat(observerHistory.path("rows").size()).as("entries in the history").isPositive();
         assertThat(one.path("limiter").asText()).isEqualTo("h1");
         assertThat(stats.path("answered").asInt()).isEqualTo(4);
         assertThat(stats.path("limiters")).hasSize(4).allSatisfy(l -> assertThat(l.path("answered").asBoolean()).isTrue());

@@ -210,6 +210,70 @@ class StatsPageIT {
     record Plot(int samples, double lastOffered, String offeredLine) {
     }
 
+    /** What each plot holds at a look: samples from the server's history, and the seconds its samples span. */
+    record Held(int serverSamples, int seconds, int polls) {
+    }
+
+    static Map<String, Held> held(Chromium page) throws Exception {
+        JsonNode plots = page.eval("""
+                [...document.querySelectorAll('#plots .plot')].map(p => ({entry: p.dataset.entry,
+                  server: Number(p.dataset.serverSamples), seconds: Number(p.dataset.seconds),
+                  polls: Number(document.getElementById('plots').dataset.polls)}))""");
+        Map<String, Held> out = new HashMap<>();
+        for (JsonNode p : plots) {
+            out.put(p.path("entry").asText(), new Held(p.path("server").asInt(), p.path("seconds").asInt(),
+                    p.path("polls").asInt()));
+        }
+        return out;
+    }
+
+    /**
+     * Issue 26 item 3: an operator who opens the page during an incident sees the last minute at once. After
+     * 20 s of traffic the page, at its first poll, plots each entry from the limiters' per-second history
+     * ({@code GET /v1/stats/history} through the observer), not only from the polls it made.
+     */
+    @Test
+    void atFirstLoadThePlotsShowTheServersHistory() throws Exception {
+        Map<String, Integer> other = load();
+        HttpClient http = HttpClient.newHttpClient();
+        await("the observer's history holds 20 s of the three entries").atMost(Duration.ofSeconds(60))
+                .pollInterval(Duration.ofMillis(500)).until(() -> {
+                    JsonNode h = Json.MAPPER.readTree(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                            + observerPort + "/v1/stats/history")).build(), HttpResponse.BodyHandlers.ofByteArray()).body());
+                    return h.path("answered").asInt() == 3 && h.path("seconds").asInt() >= 20
+                            && h.path("rows").size() >= STREAMS.size();
+                });
+        Path binary = Chromium.find().orElseThrow();
+        Path profile = Files.createTempDirectory("levee-chromium-");
+        try (Chromium page = Chromium.start(binary, profile, DIR.resolve("chromium-history.out"), 1280, 1200)) {
+            try {
+                page.open("http://127.0.0.1:" + observerPort + "/ui/");
+                await("the first plots").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(100))
+                        .until(() -> held(page).keySet().containsAll(STREAMS.stream().map(Stream::entry).toList()));
+                Map<String, Held> first = held(page);
+                for (Stream s : STREAMS) {
+                    Held h = first.get(s.entry());
+                    assertThat(h.polls()).as("polls made when first looked at").isLessThanOrEqualTo(3);
+                    assertThat(h.serverSamples()).as(s.entry() + ": samples from the server's history").isGreaterThanOrEqualTo(18);
+                    assertThat(h.seconds()).as(s.entry() + ": seconds the plot spans at first load").isGreaterThanOrEqualTo(18);
+                }
+                assertThat(plots(page).get("photos").offeredLine().split("L").length).as("points drawn at first load")
+                        .isGreaterThanOrEqualTo(18);
+                assertThat(page.eval("document.querySelector('#plots .plot svg').getAttribute('width')").asInt())
+                        .as("a plot's width at first draw (1280 px window, three plots a row)").isGreaterThan(300);
+                page.screenshot(DIR.resolve("stats-page-first-load.png"));
+            } catch (Exception | Error e) {
+                page.screenshot(DIR.resolve("stats-page-first-load-failure.png"));
+                throw e;
+            }
+        } finally {
+            try (java.util.stream.Stream<Path> files = Files.walk(profile)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
+        }
+        assertThat(other).as("checks that failed, by kind").isEmpty();
+    }
+
     static Map<String, Plot> plots(Chromium page) throws Exception {
         JsonNode plots = page.eval("""
                 [...document.querySelectorAll('#plots .plot')].map(p => ({entry: p.dataset.entry,

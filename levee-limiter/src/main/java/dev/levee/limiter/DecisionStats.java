@@ -227,13 +227,14 @@ public final class DecisionStats {
         List<Window> out = new ArrayList<>();
         synchronized (this) {
             for (Duration w : options.windows()) {
-                out.add(window(w.toSeconds(), current));
+                out.add(window(w.toSeconds(), current, null));
             }
         }
         return out;
     }
 
-    private Window window(long seconds, long current) {
+    /** Merges one window; adds the rule keys of its rows, in their order, to {@code keysOut} when given. */
+    private Window window(long seconds, long current, List<String> keysOut) {
         long from = Math.max(current - seconds, firstWhole);
         long covered = Math.max(0, current - from);
         int mergeSize = Math.min(1 << 20, options.sketchSize() * 4);
@@ -259,6 +260,9 @@ public final class DecisionStats {
         keys.addAll(top(offered));
         keys.addAll(top(refused));
         keys.addAll(top(wouldReject));
+        if (keysOut != null) {
+            keysOut.addAll(keys);
+        }
         List<Row> rows = new ArrayList<>(keys.size());
         for (String k : keys) {
             long o = offered.getLowerBound(k);
@@ -269,6 +273,66 @@ public final class DecisionStats {
                     error));
         }
         return new Window(seconds, covered, offeredTotal, refusedTotal, wouldRejectTotal, rows, current);
+    }
+
+    /**
+     * One listed entry's counts per second, oldest first (issue 26 item 3: the live page's plots at load).
+     *
+     * @param offered     checks decided in each second (lower bounds, as {@link Row#offered()})
+     * @param refused     refusals in each second
+     * @param wouldReject would-reject decisions in each second
+     */
+    public record Series(String resource, String level, String prefix, String operation, long[] offered,
+                         long[] refused, long[] wouldReject) {
+    }
+
+    /**
+     * The per-second history of the longest window.
+     *
+     * @param endSecond the ticker second the history ends before, as {@link Window#endSecond()}
+     * @param seconds   how many whole seconds it covers (the longest window's {@code coveredSeconds}); each
+     *                  series has this many values, the last for second {@code endSecond - 1}
+     * @param windows   the windows' lengths in seconds, shortest first (the page averages over the shortest)
+     * @param rows      the entries of the longest window's rows
+     */
+    public record History(long endSecond, long seconds, List<Long> windows, List<Series> rows) {
+    }
+
+    /**
+     * Returns, for each entry the longest window lists, its counts in each whole second of that window. Not on
+     * the hot path: one merge of the window plus a look-up per entry and second.
+     */
+    public History history() {
+        List<Long> lengths = options.windows().stream().map(Duration::toSeconds).sorted().toList();
+        if (ring.length == 0) {
+            return new History(0, 0, lengths, List.of());
+        }
+        long longest = lengths.get(lengths.size() - 1);
+        long current = Math.floorDiv(ticker.read(), SLICE_NS);
+        synchronized (this) {
+            List<String> keys = new ArrayList<>();
+            Window w = window(longest, current, keys);
+            int n = (int) w.coveredSeconds();
+            long from = current - n;
+            List<Series> rows = new ArrayList<>(w.rows().size());
+            for (int k = 0; k < keys.size(); k++) {
+                String key = keys.get(k);
+                Row r = w.rows().get(k);
+                long[] offered = new long[n];
+                long[] refused = new long[n];
+                long[] wouldReject = new long[n];
+                for (Slice s : ring) {
+                    if (s.index >= from && s.index < current) {
+                        int i = (int) (s.index - from);
+                        offered[i] = s.offered.getLowerBound(key);
+                        refused[i] = s.refused.getLowerBound(key);
+                        wouldReject[i] = s.wouldReject.getLowerBound(key);
+                    }
+                }
+                rows.add(new Series(r.resource(), r.level(), r.prefix(), r.operation(), offered, refused, wouldReject));
+            }
+            return new History(current, n, lengths, rows);
+        }
     }
 
     private List<String> top(ItemsSketch<String> sketch) {

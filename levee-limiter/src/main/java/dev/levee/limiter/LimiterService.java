@@ -553,8 +553,10 @@ public final class LimiterService implements AutoCloseable {
             Http.metrics(req, registry);
         } else if (path.equals("/v1/stats") && req.method() == HttpMethod.GET) {
             Http.json(req.response(), 200, statsAnswer());
+        } else if (path.equals("/v1/stats/history") && req.method() == HttpMethod.GET) {
+            Http.json(req.response(), 200, historyAnswer());
         } else if (path.equals("/v1/check") || path.equals("/v1/checks") || path.equals("/health")
-                || path.equals("/metrics") || path.equals("/v1/stats")) {
+                || path.equals("/metrics") || path.equals("/v1/stats") || path.equals("/v1/stats/history")) {
             Http.error(req.response().putHeader("Allow", path.startsWith("/v1/check") ? "POST" : "GET"), 405,
                     "method " + req.method() + " not allowed on " + path);
         } else {
@@ -1086,6 +1088,28 @@ public final class LimiterService implements AutoCloseable {
         }
         DecisionStats.Options o = stats.options();
         return new StatsAnswer(options.id(), config.revision(), o.enabled(), o.top(), o.sketchSize(), windows);
+    }
+
+    /**
+     * The answer to {@code GET /v1/stats/history} (openapi.yaml): the longest window's entries with their counts
+     * in each of its whole seconds, oldest first, the last for the second before {@code endSecond}.
+     *
+     * @param limiter   this limiter's id
+     * @param enabled   whether statistics are kept
+     * @param endSecond the ticker second the history ends before (as a window's {@code endSecond})
+     * @param seconds   whole seconds covered: the length of every series
+     * @param windows   the windows' lengths in seconds, shortest first
+     * @param rows      one per entry of the longest window
+     */
+    public record HistoryAnswer(String limiter, boolean enabled, long endSecond, long seconds, List<Long> windows,
+                                List<DecisionStats.Series> rows) {
+    }
+
+    /** Returns the per-second history as {@code GET /v1/stats/history} serves it. */
+    public HistoryAnswer historyAnswer() {
+        DecisionStats.History h = stats.history();
+        return new HistoryAnswer(options.id(), stats.options().enabled(), h.endSecond(), h.seconds(), h.windows(),
+                h.rows());
     }
 
     /** Returns the hot-resources statistics, for diagnostics and tests. */

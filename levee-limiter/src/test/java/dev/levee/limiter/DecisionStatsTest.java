@@ -40,6 +40,44 @@ class DecisionStatsTest {
         return CONFIG.resolve(resource, key, op).ruleKey();
     }
 
+    /**
+     * The per-second history the live page plots at load (issue 26 item 3): each entry of the longest window, its
+     * counts in each whole second, oldest first; a second without decisions is 0.
+     */
+    @Test
+    void historyGivesEachEntrysCountsPerWholeSecondOfTheLongestWindow() {
+        AtomicLong clock = new AtomicLong(40 * S);
+        DecisionStats stats = new DecisionStats(DecisionStats.DEFAULTS, clock::get);
+        String uploads = rule("example-bucket", "uploads/x", S3Operation.GetObject);
+        String whole = rule("whole", "k", S3Operation.GetObject);
+        for (int second = 0; second < 5; second++) {
+            for (int i = 0; i < 10 * (second + 1); i++) {
+                stats.record(uploads, i < second ? Outcome.REFUSED : Outcome.ADMITTED);
+            }
+            if (second != 2) {
+                stats.record(whole, Outcome.WOULD_REJECT);
+            }
+            clock.addAndGet(S);
+        }
+        clock.addAndGet(S / 2); // the current, partial second is not counted
+        stats.record(whole, Outcome.ADMITTED);
+        DecisionStats.History h = stats.history();
+        assertThat(h.seconds()).isEqualTo(5);
+        assertThat(h.endSecond()).isEqualTo(45);
+        assertThat(h.windows()).containsExactly(10L, 60L);
+        assertThat(h.rows()).extracting(DecisionStats.Series::resource).containsExactly("example-bucket", "whole");
+        DecisionStats.Series u = h.rows().get(0);
+        assertThat(u.level()).isEqualTo("prefix");
+        assertThat(u.prefix()).isEqualTo("uploads/*");
+        assertThat(u.offered()).containsExactly(10, 20, 30, 40, 50);
+        assertThat(u.refused()).containsExactly(0, 1, 2, 3, 4);
+        assertThat(u.wouldReject()).containsExactly(0, 0, 0, 0, 0);
+        DecisionStats.Series w = h.rows().get(1);
+        assertThat(w.offered()).containsExactly(1, 1, 0, 1, 1);
+        assertThat(w.wouldReject()).containsExactly(1, 1, 0, 1, 1);
+        assertThat(new DecisionStats(DecisionStats.OFF, clock::get).history().rows()).isEmpty();
+    }
+
     @Test
     void countsEachEntryExactlyOverTheWholeSecondsOfEachWindow() {
         AtomicLong clock = new AtomicLong(40 * S); // on a slice boundary: its first second counts whole

@@ -246,6 +246,17 @@ public final class ObserverService implements AutoCloseable {
                 });
                 return;
             }
+            if (path.equals("/v1/stats/history") && req.method() == HttpMethod.GET) {
+                stats.history(membership.view()).onComplete(ar -> {
+                    if (ar.succeeded()) {
+                        Http.json(req.response(), 200, ar.result());
+                    } else {
+                        LOG.error("statistics history failed", ar.cause());
+                        Http.error(req.response(), 500, "internal error");
+                    }
+                });
+                return;
+            }
             if (path.equals("/v1/limiters") && req.method() == HttpMethod.GET
                     && status.config().listRefusal().get() != null) {
                 Http.error(req.response(), 503, status.config().listRefusal().get());

@@ -81,7 +81,7 @@ public final class StatsAggregator {
                          List<LimiterAnswer> limiters, List<Window> windows) {
     }
 
-    private record Fetched(Member member, JsonNode body, String error) {
+    record Fetched(Member member, JsonNode body, String error) {
     }
 
     /** Fetches and sums the statistics of the members of {@code view}. */
@@ -94,7 +94,81 @@ public final class StatsAggregator {
                 all.stream().map(Future::result).toList())));
     }
 
+    /**
+     * One summed entry of {@code GET /v1/stats/history}: per second, oldest first, the counts of the limiters that
+     * listed it, aligned on each limiter's last whole second (limiters of one host cut the same seconds; across
+     * hosts their seconds may differ by less than one).
+     */
+    public record SeriesRow(String resource, String level, String prefix, String operation, long[] offered,
+                            long[] refused, long[] wouldReject, int limiters) {
+    }
+
+    /**
+     * The observer's {@code GET /v1/stats/history}.
+     *
+     * @param answered how many limiters answered
+     * @param seconds  the length of every series (the longest any answering limiter has)
+     * @param windows  the limiters' window lengths in seconds, shortest first (the live page plots rates over
+     *                 the shortest, as it does for its polls)
+     * @param rows     one per entry listed by any limiter
+     */
+    public record HistoryAnswer(int answered, long seconds, List<Long> windows, List<SeriesRow> rows) {
+    }
+
+    /** Fetches and sums the per-second history of the members of {@code view} (the live page's plots at load). */
+    public Future<HistoryAnswer> history(MembershipView view) {
+        List<Future<Fetched>> all = new ArrayList<>();
+        for (Member m : view.limiters()) {
+            all.add(fetch(m, "/v1/stats/history"));
+        }
+        return Future.join(all).transform(ar -> Future.succeededFuture(sumHistory(
+                all.stream().map(Future::result).toList())));
+    }
+
+    static HistoryAnswer sumHistory(List<Fetched> fetched) {
+        int answered = 0;
+        int seconds = 0;
+        TreeSet<Long> windows = new TreeSet<>();
+        List<JsonNode> bodies = new ArrayList<>();
+        for (Fetched f : fetched) {
+            if (f.body() != null && f.body().path("rows").isArray()) {
+                answered++;
+                bodies.add(f.body());
+                seconds = Math.max(seconds, f.body().path("seconds").asInt());
+                f.body().path("windows").forEach(w -> windows.add(w.asLong()));
+            }
+        }
+        Map<String, SeriesRow> rows = new LinkedHashMap<>();
+        for (JsonNode b : bodies) {
+            for (JsonNode r : b.path("rows")) {
+                String key = text(r, "resource") + "\u0000" + text(r, "level") + "\u0000" + text(r, "prefix")
+                        + "\u0000" + text(r, "operation");
+                int n = seconds;
+                SeriesRow row = rows.computeIfAbsent(key, k -> new SeriesRow(text(r, "resource"), text(r, "level"),
+                        text(r, "prefix"), text(r, "operation"), new long[n], new long[n], new long[n], 0));
+                addAligned(row.offered(), r.path("offered"));
+                addAligned(row.refused(), r.path("refused"));
+                addAligned(row.wouldReject(), r.path("wouldReject"));
+                rows.put(key, new SeriesRow(row.resource(), row.level(), row.prefix(), row.operation(), row.offered(),
+                        row.refused(), row.wouldReject(), row.limiters() + 1));
+            }
+        }
+        return new HistoryAnswer(answered, seconds, List.copyOf(windows), List.copyOf(rows.values()));
+    }
+
+    /** Adds a limiter's series into the sum, both ending at their last whole second. */
+    private static void addAligned(long[] sum, JsonNode values) {
+        int n = Math.min(values.size(), sum.length);
+        for (int i = 0; i < n; i++) {
+            sum[sum.length - n + i] += values.get(values.size() - n + i).asLong();
+        }
+    }
+
     private Future<Fetched> fetch(Member m) {
+        return fetch(m, "/v1/stats");
+    }
+
+    private Future<Fetched> fetch(Member m, String uri) {
         dev.levee.runtime.HostPort a;
         try {
             a = dev.levee.runtime.HostPort.parse(m.address(), "address");
@@ -102,7 +176,7 @@ public final class StatsAggregator {
             return Future.succeededFuture(new Fetched(m, null, e.getMessage()));
         }
         return http.request(new RequestOptions().setMethod(HttpMethod.GET).setHost(a.host()).setPort(a.port())
-                        .setURI("/v1/stats").setTimeout(timeoutMs))
+                        .setURI(uri).setTimeout(timeoutMs))
                 .compose(req -> req.send())
                 .compose(resp -> resp.body().map(b -> {
                     if (resp.statusCode() != 200) {

@@ -31,9 +31,16 @@ public final class LocalStack implements AutoCloseable {
      * @param refresh    client refresh interval
      * @param enforce    the gateway checks each request
      * @param onFailure  policy when no limiter answers
+     * @param ui         the observer serves its live page at {@code /ui/} (docs/stats-page.md)
      */
     public record Settings(int limiters, Duration ttl, Duration heartbeat, Duration refresh, boolean enforce,
-                           GatewayService.OnFailure onFailure) {
+                           GatewayService.OnFailure onFailure, boolean ui) {
+        /** Settings without the observer's live page. */
+        public Settings(int limiters, Duration ttl, Duration heartbeat, Duration refresh, boolean enforce,
+                        GatewayService.OnFailure onFailure) {
+            this(limiters, ttl, heartbeat, refresh, enforce, onFailure, false);
+        }
+
         /** Defaults for the demo and tests: 4 limiters, TTL 2 s, heartbeat 500 ms, refresh 500 ms. */
         public static Settings defaults() {
             return new Settings(4, Duration.ofSeconds(2), Duration.ofMillis(500), Duration.ofMillis(500), true,
@@ -84,7 +91,8 @@ public final class LocalStack implements AutoCloseable {
         HostPort any = new HostPort("127.0.0.1", 0);
         ObserverService observer = await(ObserverService.start(vertx,
                 new ObserverService.Options(any, settings.ttl(), config.current().factor(), 1024),
-                SystemTicker.INSTANCE, registry));
+                SystemTicker.INSTANCE, registry, dev.levee.observer.StatsAggregator.DEFAULT_TIMEOUT,
+                settings.ui() ? dev.levee.observer.StatsPage.load() : null));
         HostPort obs = new HostPort("127.0.0.1", observer.port());
         List<LimiterService> limiters = new ArrayList<>();
         for (int i = 1; i <= settings.limiters(); i++) {
@@ -122,7 +130,9 @@ public final class LocalStack implements AutoCloseable {
                 () -> source.current().factor());
         Vertx vertx = dev.levee.runtime.Http.vertx();
         HostPort any = new HostPort("127.0.0.1", 0);
-        ObserverService observer = await(ObserverService.start(vertx, any, membership, source::ready, registry));
+        ObserverService observer = await(ObserverService.start(vertx, any, membership, source::ready, registry,
+                dev.levee.observer.StatsAggregator.DEFAULT_TIMEOUT,
+                settings.ui() ? dev.levee.observer.StatsPage.load() : null));
         HostPort obs = new HostPort("127.0.0.1", observer.port());
         List<LimiterService> limiters = new ArrayList<>();
         List<AutoCloseable> leases = new ArrayList<>();

@@ -1,6 +1,7 @@
-// The observer's live page (issue 14 item 3; docs/stats-page.md). Polls ../v1/stats every second, shows the
-// table of `levee top`, keeps the last HISTORY_SECONDS of each entry's rates in this page (nothing is kept by
-// the observer) and plots them. Plain DOM and SVG: no library, no inline script or style (CSP 'self').
+// The observer's live page (issue 14 item 3; docs/stats-page.md). At load, fills its plots from the limiters'
+// per-second history (../v1/stats/history: the longest window, 60 s by default; issue 26 item 3); then polls
+// ../v1/stats every second, shows the table of `levee top`, keeps the last HISTORY_SECONDS of each entry's rates
+// in this page and plots them. Plain DOM and SVG: no library, no inline script or style (CSP 'self').
 "use strict";
 (function () {
   const POLL_MS = 1000;
@@ -82,6 +83,41 @@
       if (!seen.has(key)) h.samples.push({ t: now, gap: true }); // out of the top rows or no answer: unknown
       while (h.samples.length > 0 && h.samples[0].t < now - HISTORY_SECONDS * 1000) h.samples.shift();
       if (!h.samples.some((s) => !s.gap)) state.history.delete(key);
+    }
+  }
+
+  // The server's history as samples of the same kind the polls record: at each past second, the rates over the
+  // shortest window ending there (fewer seconds at the history's start, as a young limiter's coveredSeconds).
+  function seed(history, now) {
+    const n = history.seconds || 0;
+    const w = Math.max(1, (history.windows || [])[0] || 1);
+    for (const r of history.rows || []) {
+      const key = entryKey(r);
+      if (n === 0 || state.history.has(key)) continue;
+      const samples = [];
+      for (let i = 0; i < n; i++) {
+        const from = Math.max(0, i - w + 1);
+        const span = i - from + 1;
+        const sum = (a) => {
+          let t = 0;
+          for (let j = from; j <= i; j++) t += (a || [])[j] || 0;
+          return t / span;
+        };
+        const offered = sum(r.offered);
+        const refused = sum(r.refused);
+        samples.push({ t: now - (n - 1 - i) * 1000, offered: offered, admitted: Math.max(0, offered - refused),
+          refused: refused, shadow: sum(r.wouldReject), server: true });
+      }
+      state.history.set(key, { entry: entryName(r), samples: samples });
+    }
+  }
+
+  async function loadHistory() {
+    try {
+      const resp = await fetch("../v1/stats/history", { cache: "no-store", headers: { Accept: "application/json" } });
+      if (resp.ok) seed(await resp.json(), Date.now());
+    } catch (e) {
+      // an observer without the history (older) or unreachable: the plots start from the first poll
     }
   }
 
@@ -205,9 +241,10 @@
         card.append(el("div", null, "title"), el("div", null, "now"), svg("svg", { role: "img" }));
       }
       ordered.push(card);
-      drawPlot(card, state.history.get(key), now, span);
     }
+    // in the document before drawing: a new card's width is known only then (it drew 200 px wide at first)
     box.replaceChildren(...ordered);
+    for (const card of ordered) drawPlot(card, state.history.get(card.dataset.key), now, span);
     box.dataset.polls = String(state.polls);
   }
 
@@ -229,6 +266,8 @@
     const last = pts[pts.length - 1];
     card.dataset.entry = h.entry;
     card.dataset.samples = String(pts.length);
+    card.dataset.serverSamples = String(pts.filter((p) => p.server).length);
+    card.dataset.seconds = pts.length > 0 ? String(Math.round((now - pts[0].t) / 1000)) : "0";
     card.dataset.lastOffered = last ? String(last.offered) : "";
     card.querySelector(".title").textContent = h.entry;
     card.querySelector(".title").title = h.entry;
@@ -315,7 +354,7 @@
       state.windowSeconds = Number(e.target.value);
       render(Date.now());
     });
-    poll();
+    loadHistory().then(poll);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
