@@ -75,22 +75,111 @@ final class TopCommand implements Callable<Integer> {
             out.flush();
             return 0;
         }
-        while (!Thread.currentThread().isInterrupted()) {
-            long start = System.nanoTime();
-            String screen;
-            try {
-                screen = render(fetch(http, uri), uri, sort, window.toSeconds(), rows);
-            } catch (IllegalStateException e) {
-                screen = "levee top: " + e.getMessage() + " (retrying every " + interval.toMillis() + " ms)\n";
+        // a screen at once: the first answer can take up to --timeout (and the JVM's start before it)
+        out.print(CLEAR + "levee top: connecting to " + uri.getAuthority() + "...\n\n" + footer() + "\n");
+        out.flush();
+        Thread main = Thread.currentThread();
+        Keys keys = Keys.start(() -> main.interrupt());
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                long start = System.nanoTime();
+                String screen;
+                try {
+                    screen = render(fetch(http, uri), uri, sort, window.toSeconds(), rows);
+                } catch (IllegalStateException e) {
+                    screen = "levee top: " + e.getMessage() + " (retrying every " + interval.toMillis() + " ms)\n";
+                }
+                out.print(CLEAR + screen + "\n" + footer() + "\n");
+                out.flush();
+                long left = interval.toNanos() - (System.nanoTime() - start);
+                if (left > 0) {
+                    Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
+                }
             }
-            out.print(CLEAR + screen);
-            out.flush();
-            long left = interval.toNanos() - (System.nanoTime() - start);
-            if (left > 0) {
-                Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
-            }
+        } catch (InterruptedException e) {
+            // q pressed (or the JVM stopping): leave the last screen as it is
+        } finally {
+            Thread.interrupted(); // q may interrupt outside a wait: stty must still run
+            keys.close();
         }
         return 0;
+    }
+
+    /** The key hints under every screen. */
+    String footer() {
+        return fit(String.format(Locale.ROOT, "q quit   sorted by %s (--sort)   window %ds (--window)   every %s (--interval)",
+                sort, window.toSeconds(), Converters.formatDuration(interval)), 80);
+    }
+
+    /**
+     * Reads single keys from the terminal while {@code levee top} runs: {@code q} (or {@code Q}) calls
+     * {@code onQuit}. The terminal is put in non-canonical mode without echo with stty(1) (the key arrives
+     * without Enter; Ctrl-C still interrupts) and restored on close and when the JVM exits. Without a terminal
+     * (output or input redirected) no key is read and nothing is changed.
+     */
+    static final class Keys implements AutoCloseable {
+        private final String saved;
+        private final Thread restoreAtExit;
+
+        private Keys(String saved, Thread restoreAtExit) {
+            this.saved = saved;
+            this.restoreAtExit = restoreAtExit;
+        }
+
+        static Keys start(Runnable onQuit) {
+            if (System.console() == null || !new java.io.File("/dev/tty").canRead()) {
+                return new Keys(null, null);
+            }
+            String saved = stty("-g");
+            if (saved == null || stty("-icanon", "-echo", "min", "1", "time", "0") == null) {
+                return new Keys(null, null);
+            }
+            Thread restore = new Thread(() -> stty(saved), "levee-top-tty");
+            Runtime.getRuntime().addShutdownHook(restore);
+            Thread.ofPlatform().daemon().name("levee-top-keys").start(() -> {
+                try {
+                    int c;
+                    while ((c = System.in.read()) >= 0) {
+                        if (c == 'q' || c == 'Q') {
+                            onQuit.run();
+                            return;
+                        }
+                    }
+                } catch (java.io.IOException e) {
+                    // no more keys: Ctrl-C still stops
+                }
+            });
+            return new Keys(saved, restore);
+        }
+
+        /** Runs stty on the controlling terminal; returns its output, or null when it failed. */
+        private static String stty(String... args) {
+            try {
+                List<String> cmd = new ArrayList<>(List.of("stty"));
+                cmd.addAll(List.of(args));
+                Process p = new ProcessBuilder(cmd).redirectInput(new java.io.File("/dev/tty"))
+                        .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+                String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
+                return p.waitFor() == 0 ? out : null;
+            } catch (java.io.IOException e) {
+                return null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
+            }
+        }
+
+        @Override
+        public void close() {
+            if (saved != null) {
+                stty(saved);
+                try {
+                    Runtime.getRuntime().removeShutdownHook(restoreAtExit);
+                } catch (IllegalStateException e) {
+                    // the JVM is stopping: the hook restores
+                }
+            }
+        }
     }
 
     /** The observer's {@code /v1/stats} address from {@code host:port} or {@code http://host:port[/]}. */
