@@ -45,8 +45,38 @@ final class ConfigCommand {
                 for (String err : e.errors()) {
                     System.err.println("  " + err);
                 }
+                String bucket = bucketHint(e);
+                if (bucket != null) {
+                    System.err.println(bucket);
+                }
                 return 1;
             }
+        }
+
+        /** Top-level fields of one bucket's YAML ({@code levee quota set}) that a quota file has under a bucket. */
+        static final java.util.Set<String> BUCKET_FIELDS = java.util.Set.of("quota", "prefixes", "methods");
+
+        /**
+         * Says so when the file is one bucket's quotas rather than a quota file (issue 26 item 9): the form
+         * {@code levee quota set BUCKET FILE} takes, valid or not as such. Null when it is not.
+         */
+        String bucketHint(QuotaConfigException e) {
+            List<String> fields = e.problems().stream().map(dev.levee.quota.ConfigProblem::path)
+                    .filter(p -> p != null && BUCKET_FIELDS.contains(p)).distinct().sorted().toList();
+            if (fields.isEmpty()) {
+                return null;
+            }
+            String as;
+            try {
+                dev.levee.config.QuotaConfigLoader.parseResource("example-bucket",
+                        java.nio.file.Files.readString(file, java.nio.charset.StandardCharsets.UTF_8), file.toString());
+                as = "valid as one bucket's quotas";
+            } catch (java.io.IOException | RuntimeException notEither) {
+                as = "not valid as one bucket's quotas either";
+            }
+            return "  " + file + " looks like one bucket's quotas (" + String.join(", ", fields.stream()
+                    .map(f -> f + ":").toList()) + "), " + as + ": 'levee quota set BUCKET " + file + "' takes that form;"
+                    + " a quota file has it under resources: {BUCKET: ...} (examples/quotas.yaml)";
         }
     }
 }

@@ -215,17 +215,49 @@ final class QuotaCommand {
         @picocli.CommandLine.Spec
         picocli.CommandLine.Model.CommandSpec spec;
 
+        /** The bucket's quotas, read and validated before etcd is contacted. */
+        private ResourceQuotas parsed;
+
         @Override
         public Integer call() throws Exception {
             BucketNames.check(spec.commandLine(), bucket, allowLegacy);
+            parsed = parse(bucket, readInput(file), file);
             return super.call();
+        }
+
+        /** Top-level fields of the single-file form that a bucket's YAML never has. */
+        static final java.util.Set<String> SINGLE_FILE_FIELDS = java.util.Set.of("resources", "factor", "default",
+                "methods_default", "mode");
+
+        /**
+         * Reads one bucket's quotas; errors name the file ({@code -}: standard input). A whole quota file (the
+         * single-file form, with {@code resources:} and the like) is refused with the command that takes it,
+         * {@code levee quota import} (issue 26 item 9).
+         *
+         * @throws QuotaConfigException naming the file and every problem
+         */
+        static ResourceQuotas parse(String bucket, String yaml, String file) {
+            String source = file.equals("-") ? "standard input" : file;
+            try {
+                return QuotaConfigLoader.parseResource(bucket, yaml, source);
+            } catch (QuotaConfigException e) {
+                List<String> whole = e.problems().stream().map(ConfigProblem::path)
+                        .filter(path -> path != null && SINGLE_FILE_FIELDS.contains(path)).distinct().sorted().toList();
+                if (whole.isEmpty()) {
+                    throw e;
+                }
+                throw new IllegalArgumentException(source + " is a whole quota file (it has " + String.join(", ",
+                        whole.stream().map(f -> f + ":").toList()) + "), not one bucket's quotas: load a whole file"
+                        + " with 'levee quota import " + file + "' (it replaces every quota in etcd), or give 'quota set "
+                        + bucket + "' the bucket's own YAML, the part under resources." + bucket + " (quota, prefixes,"
+                        + " methods)");
+            }
         }
 
         @Override
         int run(Client c, String prefix) throws Exception {
-            String yaml = readInput(file);
             String key = prefix + QuotaLayout.RESOURCES + bucket;
-            ResourceQuotas r = QuotaConfigLoader.parseResource(bucket, yaml, key);
+            ResourceQuotas r = parsed;
             checkSize(key, QuotaLayout.resourceYaml(r), etcd.maxValueBytes);
             refuseDuringImport(c, prefix);
             Map<String, String> values = read(c, prefix, etcd.maxValueBytes);
@@ -441,13 +473,24 @@ final class QuotaCommand {
     }
 
     /** Sets the group factor DF. */
-    @Command(name = "factor", mixinStandardHelpOptions = true, description = "Set the group factor DF (integer >= 1).")
+    @Command(name = "factor", mixinStandardHelpOptions = true,
+            description = "Set the group factor DF (integer >= 1); without DF, print the factor in force.")
     static final class Factor extends EtcdCall {
-        @Parameters(paramLabel = "DF")
+        @Parameters(paramLabel = "DF", arity = "0..1")
         String factor;
 
         @Override
         int run(Client c, String prefix) throws Exception {
+            if (factor == null) {
+                var kvs = c.getKVClient().get(bytes(prefix + QuotaLayout.FACTOR)).get(TIMEOUT_S, TimeUnit.SECONDS).getKvs();
+                if (kvs.isEmpty()) {
+                    System.out.println("factor 1 (" + prefix + QuotaLayout.FACTOR + " is not set: the default)");
+                } else {
+                    System.out.println("factor " + kvs.getFirst().getValue().toString(StandardCharsets.UTF_8).strip()
+                            + " (" + prefix + QuotaLayout.FACTOR + " at revision " + kvs.getFirst().getModRevision() + ")");
+                }
+                return 0;
+            }
             int df = QuotaConfigLoader.parseFactor(factor, "factor");
             refuseDuringImport(c, prefix);
             c.getKVClient().put(bytes(prefix + QuotaLayout.FACTOR), bytes(Integer.toString(df))).get(TIMEOUT_S, TimeUnit.SECONDS);

@@ -542,6 +542,35 @@ class MainTest {
         }
     }
 
+    /**
+     * A whole quota file given to {@code quota set}: refused before etcd is asked, naming the file and the command
+     * that takes it (issue 26 item 9); a bucket's own YAML with an error names the file, not the etcd key.
+     */
+    @Test
+    void quotaSetOfAWholeQuotaFileNamesTheFileAndSuggestsImport() throws Exception {
+        Path whole = write("quotas.yaml", "factor: 2\nresources:\n  photos: {quota: {rate: 10, burst: 1}}\n");
+        Run r = run("quota", "set", "photos", whole.toString(), "--etcd", "http://127.0.0.1:1");
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.err()).contains(whole + " is a whole quota file (it has factor:, resources:)")
+                .contains("levee quota import " + whole).doesNotContain("/levee/resources/").doesNotContain("refused");
+        Path bad = write("bad.yaml", "quota: {rate: -1, burst: 1}\n");
+        Run b = run("quota", "set", "photos", bad.toString(), "--etcd", "http://127.0.0.1:1");
+        assertThat(b.status()).isNotZero();
+        assertThat(b.err()).contains(bad.toString()).doesNotContain("/levee/resources/").doesNotContain("quota import");
+    }
+
+    /** {@code config validate} of one bucket's YAML says what it is and which command takes it (issue 26 item 9). */
+    @Test
+    void validateOfOneBucketsQuotasSaysSo() throws Exception {
+        Path one = write("photos.yaml", "quota: {rate: 10, burst: 1}\nprefixes:\n  - {prefix: \"a/\", quota: {rate: 5, burst: 1}}\n");
+        Run r = run("config", "validate", one.toString());
+        assertThat(r.status()).isEqualTo(1);
+        assertThat(r.err()).contains(one + " looks like one bucket's quotas (prefixes:, quota:), valid as one bucket's"
+                + " quotas: 'levee quota set BUCKET " + one + "' takes that form");
+        Run other = run("config", "validate", write("junk.yaml", "factr: 2\n").toString());
+        assertThat(other.err()).doesNotContain("one bucket's quotas");
+    }
+
     @Test
     void quotaSetAcceptsValidAndExplicitlyAllowedLegacyBucketNames() throws Exception {
         Path f = write("b.yaml", "quota: {rate: 1, burst: 1}\n");
@@ -582,7 +611,7 @@ class MainTest {
         while (m.find()) {
             named.add(m.group());
         }
-        assertThat(named).contains("examples/quotas.yaml", "examples/bucket.yaml");
+        assertThat(named).contains("examples/quotas.yaml", "examples/bucket.yaml", "examples/principals.yaml");
         for (String f : named) {
             assertThat(root.resolve(f)).as(f).isRegularFile();
         }
@@ -597,6 +626,11 @@ class MainTest {
                 Files.readString(root.resolve("examples/site-budget.yaml")));
         assertThat(site.download()).isEqualTo(30L << 20);
         assertThat(site.ceiling(dev.levee.governor.Direction.DOWNLOAD, "svc-backup")).isEqualTo(10L << 20);
+        // the principals, as 'levee gateway --principals' reads them
+        dev.levee.gateway.PrincipalDirectory principals = dev.levee.gateway.PrincipalDirectory.parseYaml(
+                Files.readString(root.resolve("examples/principals.yaml")), "examples/principals.yaml");
+        assertThat(principals.principalOf("AKIAPHOTOS2")).isEqualTo("svc-photos");
+        assertThat(principals.principalOf("levee-demo")).isEqualTo("levee-demo");
     }
 
     @Test

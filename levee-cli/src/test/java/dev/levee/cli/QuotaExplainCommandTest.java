@@ -176,12 +176,15 @@ class QuotaExplainCommandTest {
         assertThat(r.err()).doesNotContain("Exception").doesNotContain("\tat ");
     }
 
+    /** Neither a file nor etcd: the embedded defaults, as {@code levee demo} runs with, and said (issue 26 item 9). */
     @Test
-    void withoutQuotasItSaysWhereToGetThem() {
+    void withoutQuotasItExplainsAgainstTheEmbeddedDefaultsAndSaysSo() {
         MainTest.Run r = MainTest.run("quota", "explain", "GET", "s3://b/k");
 
-        assertThat(r.status()).isEqualTo(2);
-        assertThat(r.err()).contains("no quotas").contains("--quotas FILE").contains("--etcd");
+        assertThat(r.status()).as(r.err()).isZero();
+        assertThat(r.out()).contains("quotas      the embedded default quotas (those of levee demo;")
+                .contains("--quotas FILE").contains("--etcd");
+        assertThat(r.out()).contains("factor " + Quotas.embedded().factor());
     }
 
     @Test

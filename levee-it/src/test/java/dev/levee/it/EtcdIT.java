@@ -312,6 +312,27 @@ class EtcdIT {
         }
     }
 
+    /** {@code levee quota factor} without a value prints the factor in force (issue 26 item 9). */
+    @Test
+    void quotaFactorWithoutAValuePrintsTheFactorInForce() throws Exception {
+        String prefix = newPrefix();
+        java.io.PrintStream old = System.out;
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        try {
+            System.setOut(new java.io.PrintStream(out, true, StandardCharsets.UTF_8));
+            assertThat(cli("quota", "factor", "--etcd-prefix", prefix)).isZero();
+            assertThat(cli("quota", "factor", "3", "--etcd-prefix", prefix)).isZero();
+            assertThat(cli("quota", "factor", "--etcd-prefix", prefix)).isZero();
+        } finally {
+            System.setOut(old);
+        }
+        assertThat(out.toString(StandardCharsets.UTF_8).lines().toList()).hasSize(3).satisfies(l -> {
+            assertThat(l.get(0)).isEqualTo("factor 1 (" + prefix + "factor is not set: the default)");
+            assertThat(l.get(1)).isEqualTo("factor set to 3");
+            assertThat(l.get(2)).startsWith("factor 3 (" + prefix + "factor at revision ");
+        });
+    }
+
     @Test
     void limiterKilledWithSigkillLeavesWithinTtlAndComesBackWithTheSameGroups() throws Exception {
         String prefix = newPrefix();
