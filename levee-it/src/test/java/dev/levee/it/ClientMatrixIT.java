@@ -319,8 +319,11 @@ class ClientMatrixIT {
         return new Run(version, cells, probes, noise);
     }
 
-    /** The npm directory under target/ with the JS SDK, installed on first use. */
-    static Path nodeModules() throws Exception {
+    /**
+     * The npm directory under target/ with the JS SDK, installed on first use. Synchronized: both paths of a client run
+     * at once, and two npm installs into one directory fail each other (ENOTEMPTY, seen on a fresh clone).
+     */
+    static synchronized Path nodeModules() throws Exception {
         Path dir = Path.of("target", "client-matrix", "node");
         Path marker = dir.resolve("node_modules").resolve("@aws-sdk").resolve("client-s3").resolve("package.json");
         if (Files.exists(marker) && Files.readString(marker).contains("\"version\": \"" + JS_SDK_VERSION + "\"")) {
