@@ -327,7 +327,16 @@ class ClientMatrixIT {
         Path dir = Path.of("target", "client-matrix", "node");
         Path marker = dir.resolve("node_modules").resolve("@aws-sdk").resolve("client-s3").resolve("package.json");
         if (Files.exists(marker) && Files.readString(marker).contains("\"version\": \"" + JS_SDK_VERSION + "\"")) {
-            return dir;
+            Process check = new ProcessBuilder("node", "-e", "require('@aws-sdk/client-s3');"
+                    + " require('@aws-sdk/s3-request-presigner')").directory(dir.toFile()).redirectErrorStream(true).start();
+            check.getInputStream().readAllBytes();
+            if (check.waitFor(2, TimeUnit.MINUTES) && check.exitValue() == 0) {
+                return dir;
+            }
+            // an install cut short (or two at once, before this was synchronized) left a tree that does not load
+            try (var files = Files.walk(dir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
         }
         Files.createDirectories(dir);
         Process p = new ProcessBuilder("npm", "install", "--no-audit", "--no-fund", "--no-save", "--prefix",
