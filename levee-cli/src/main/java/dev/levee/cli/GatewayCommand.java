@@ -165,6 +165,12 @@ final class GatewayCommand implements Callable<Integer> {
                     + " governance and admission on (docs/gateway.md)")
     Path principalsFile;
 
+    @Option(names = "--tcp-notsent-lowat", paramLabel = "SIZE", defaultValue = "128KiB",
+            description = "the most bytes of a response a client connection's kernel send buffer may hold not yet sent"
+                    + " (TCP_NOTSENT_LOWAT): granted bytes leave when granted, not later from a buffer of megabytes;"
+                    + " 0 leaves the kernel's setting; else 16KiB to 64MiB (default: ${DEFAULT-VALUE})")
+    String notSentLowWatermark;
+
     @Option(names = "--max-clock-skew", converter = Converters.DurationConverter.class, defaultValue = "15m",
             description = "how far the time of a request signed with a key that has a secret may lie from this"
                     + " host's clock, and how far ahead a presigned URL may be dated; 1s to 24h (default: ${DEFAULT-VALUE})")
@@ -306,6 +312,22 @@ final class GatewayCommand implements Callable<Integer> {
         }
     }
 
+    /** {@code --tcp-notsent-lowat} in bytes: 0, or a size in [16 KiB, 64 MiB]; else a usage error naming the flag. */
+    int notSentLowWatermark() {
+        String v = notSentLowWatermark == null ? "128KiB" : notSentLowWatermark.trim();
+        try {
+            int bytes = v.equals("0") ? 0 : Converters.parseSize(v);
+            if (bytes != 0 && (bytes < GovernanceSettings.MIN_NOT_SENT_LOW_WATERMARK
+                    || bytes > GovernanceSettings.MAX_NOT_SENT_LOW_WATERMARK)) {
+                throw new IllegalArgumentException();
+            }
+            return bytes;
+        } catch (RuntimeException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--tcp-notsent-lowat must be 0 (the kernel's"
+                    + " setting) or a size from 16KiB to 64MiB, got '" + v + "'");
+        }
+    }
+
     /** Builds the governance settings, or explains in one line why it cannot. */
     GovernanceSettings governance() {
         if (principalsFile == null) {
@@ -316,7 +338,7 @@ final class GatewayCommand implements Callable<Integer> {
                                     + " (a file with 'accounts: {}' governs every request as anonymous)");
                 }
             }
-            return GovernanceSettings.off();
+            return GovernanceSettings.builder().enabled(false).notSentLowWatermark(notSentLowWatermark()).build();
         }
         // named by their flags here: the settings' own messages name fields (maxWaiters), not options
         for (Object[] f : new Object[][] {{"--max-uploads-per-principal", maxUploads, 1},
@@ -347,6 +369,7 @@ final class GatewayCommand implements Callable<Integer> {
                     .timerResolution(timerResolution)
                     .baseDomains(baseDomains)
                     .maxClockSkew(maxClockSkew)
+                    .notSentLowWatermark(notSentLowWatermark())
                     .site(site())
                     .build();
         } catch (IllegalArgumentException e) {

@@ -334,6 +334,21 @@ class MainTest {
         assertThat(r.err()).contains(message).doesNotContain("maxWaiters").doesNotContain("PT25H");
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"1KiB", "65MiB", "-1", "lots", ""})
+    void aBadTcpNotSentLowWatermarkIsNamedWithOrWithoutPrincipals(String value) throws Exception {
+        Path p = write("principals.yaml", "accounts: {}\n");
+        for (List<String> args : List.of(List.of("gateway", "--backend", "127.0.0.1:9", "--no-enforce"),
+                List.of("gateway", "--backend", "127.0.0.1:9", "--no-enforce", "--principals", p.toString()))) {
+            List<String> all = new java.util.ArrayList<>(args);
+            all.addAll(List.of("--tcp-notsent-lowat", value));
+            Run r = run(all.toArray(String[]::new));
+            assertThat(r.status()).as(r.err()).isEqualTo(2);
+            assertThat(r.err()).contains("--tcp-notsent-lowat must be 0 (the kernel's setting) or a size from 16KiB to"
+                    + " 64MiB, got '" + value + "'").doesNotContain("\tat ");
+        }
+    }
+
     @Test
     void anUnreadableFileIsNamedWithWhyNotJavasWords() throws Exception {
         Path binary = dir.resolve("p_bin.yaml");

@@ -451,6 +451,7 @@ public final class GatewayService implements AutoCloseable {
     }
 
     private void connected(HttpConnection c) {
+        limitNotSent(c, options.governance().notSentLowWatermark());
         Conn conn = new Conn(c);
         connections.put(c, conn);
         c.exceptionHandler(e -> connectionError(c, e));
@@ -459,6 +460,20 @@ public final class GatewayService implements AutoCloseable {
             connections.remove(c);
         });
         conn.awaitHead();
+    }
+
+    /**
+     * Sets {@code TCP_NOTSENT_LOWAT} on a client connection (GovernanceSettings#notSentLowWatermark): the
+     * kernel then takes no more of a response than that beyond what it is sending, so bytes the governor
+     * granted leave when granted, not later from a send buffer autotuned to megabytes. Only with Netty's
+     * native epoll transport (Vert.x's {@code ConnectionBase}: implementation, not API); elsewhere, or with
+     * {@code bytes} 0, the kernel's setting stays.
+     */
+    static void limitNotSent(HttpConnection c, int bytes) {
+        if (bytes > 0 && c instanceof io.vertx.core.net.impl.ConnectionBase base
+                && base.channel() instanceof io.netty.channel.epoll.EpollSocketChannel ch) {
+            ch.config().setTcpNotSentLowAt(bytes);
+        }
     }
 
     /** A request whose head Netty could not decode: answered by Vert.x's default (400, 414, 431), counted. */

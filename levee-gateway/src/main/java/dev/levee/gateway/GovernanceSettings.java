@@ -39,6 +39,15 @@ import java.util.Objects;
  *                              a presigned URL may be dated (default 15 minutes, as S3; between
  *                              1 s and 24 h)
  * @param site                  site-wide budgets shared through etcd leases (SPEC.md §10); null = none
+ * @param notSentLowWatermark   the most bytes a client connection's kernel send buffer may hold not yet sent
+ *                              ({@code TCP_NOTSENT_LOWAT}, Linux with the native transport), bytes; default
+ *                              {@value #DEFAULT_NOT_SENT_LOW_WATERMARK}; 0 = the kernel's own (sysctl
+ *                              {@code net.ipv4.tcp_notsent_lowat}, unlimited by default); else in [16 KiB, 64 MiB].
+ *                              Bytes the governor granted wait here for the socket, not in the kernel: with the
+ *                              kernel's default a connection parks up to its whole autotuned send buffer (4 MiB on
+ *                              loopback) of granted bytes, which leave later and in bursts, and a gateway whose
+ *                              clients read 5 MiB/s looks limited while that buffer fills (docs/site-bandwidth.md,
+ *                              "Demand"). It does not limit bytes in flight (the congestion window).
  */
 public record GovernanceSettings(
         boolean enabled,
@@ -54,12 +63,19 @@ public record GovernanceSettings(
         Duration timerResolution,
         List<String> baseDomains,
         Duration maxClockSkew,
-        SiteSettings site) {
+        SiteSettings site,
+        int notSentLowWatermark) {
 
     /** The default id of the anonymous principal. */
     public static final String DEFAULT_ANONYMOUS_PRINCIPAL = "anonymous";
     /** The default timer resolution: 250 µs (docs/BENCHMARKS-governor.md). */
     public static final Duration DEFAULT_TIMER_RESOLUTION = Duration.ofNanos(250_000);
+    /** The default {@code notSentLowWatermark}: 128 KiB, two quanta of 64 KiB. */
+    public static final int DEFAULT_NOT_SENT_LOW_WATERMARK = 128 * 1024;
+    /** The smallest {@code notSentLowWatermark} other than 0: 16 KiB. */
+    public static final int MIN_NOT_SENT_LOW_WATERMARK = 16 * 1024;
+    /** The largest {@code notSentLowWatermark}: 64 MiB. */
+    public static final int MAX_NOT_SENT_LOW_WATERMARK = 64 << 20;
     /** The default largest clock skew of a signed request: 15 minutes, as S3. */
     public static final Duration DEFAULT_MAX_CLOCK_SKEW = Duration.ofMinutes(15);
 
@@ -71,10 +87,16 @@ public record GovernanceSettings(
      * @throws IllegalArgumentException if a rate is neither 0 nor in [10, 2^40] bytes/s, the
      *                                  anonymous principal id is blank or names an account, the
      *                                  timer resolution is outside [1 µs, 100 ms], the clock skew
-     *                                  outside [1 s, 24 h], or a bound is below 1
+     *                                  outside [1 s, 24 h], a bound below 1, or the not-sent
+     *                                  low watermark neither 0 nor in [16 KiB, 64 MiB]
      * @throws NullPointerException     if a component is null
      */
     public GovernanceSettings {
+        if (notSentLowWatermark != 0 && (notSentLowWatermark < MIN_NOT_SENT_LOW_WATERMARK
+                || notSentLowWatermark > MAX_NOT_SENT_LOW_WATERMARK)) {
+            throw new IllegalArgumentException("the TCP not-sent low watermark must be 0 (the kernel's) or lie between"
+                    + " 16KiB and 64MiB, got " + notSentLowWatermark + " bytes");
+        }
         Objects.requireNonNull(principals, "principals");
         Objects.requireNonNull(anonymous, "anonymous");
         Objects.requireNonNull(anonymousPrincipal, "anonymousPrincipal");
@@ -156,6 +178,7 @@ public record GovernanceSettings(
         private List<String> baseDomains = List.of();
         private Duration maxClockSkew = DEFAULT_MAX_CLOCK_SKEW;
         private SiteSettings site;
+        private int notSentLowWatermark = DEFAULT_NOT_SENT_LOW_WATERMARK;
 
         private Builder() {
         }
@@ -238,6 +261,12 @@ public record GovernanceSettings(
             return this;
         }
 
+        /** Sets the client connections' {@code TCP_NOTSENT_LOWAT}, bytes; default 128 KiB; 0 = the kernel's. */
+        public Builder notSentLowWatermark(int bytes) {
+            this.notSentLowWatermark = bytes;
+            return this;
+        }
+
         /** Sets the largest clock skew of a request whose signature is verified; default 15 minutes. */
         public Builder maxClockSkew(Duration skew) {
             this.maxClockSkew = skew;
@@ -252,7 +281,7 @@ public record GovernanceSettings(
         public GovernanceSettings build() {
             return new GovernanceSettings(enabled, principals, anonymous, anonymousPrincipal, uploadRate, downloadRate,
                     principalUploadRate, principalDownloadRate, maxWaitingQuanta, admission, timerResolution, baseDomains,
-                    maxClockSkew, site);
+                    maxClockSkew, site, notSentLowWatermark);
         }
     }
 }
