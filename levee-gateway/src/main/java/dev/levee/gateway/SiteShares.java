@@ -2,6 +2,7 @@ package dev.levee.gateway;
 
 import dev.levee.core.Ticker;
 import dev.levee.etcd.Etcd;
+import dev.levee.gateway.site.DemandEstimator;
 import dev.levee.gateway.site.EtcdShareStore;
 import dev.levee.gateway.site.Resource;
 import dev.levee.gateway.site.ShareKeeper;
@@ -30,14 +31,12 @@ import java.util.concurrent.TimeUnit;
  * site budget keep their local rates.
  *
  * <h2>Demand</h2>
- * Measured per round from the bytes granted since the previous round and whether requests had to
- * wait for them; over the last {@value #ROUNDS} rounds, {@code used} is the median rate and the
- * resource is <em>limited</em> when most rounds were (requests waiting, most bytes granted after a
- * wait). Limited: it asks for {@code 1.5 × max(used, share)}, and a newcomer without a share
- * {@code budget / gateways} at once; a busy gateway grows by half per round until it meets the
- * others (gently, because a gateway whose clients' socket buffers are filling looks limited too). Otherwise
- * it asks for {@code used + 5 %}. Idle: its median falls to 0 and the share is given back.
- * docs/site-bandwidth.md explains the choice.
+ * One {@link DemandEstimator} per resource, fed each round with the governor's cumulative counters
+ * (bytes granted, bytes granted after a wait, requests waiting now): what the clients take when the
+ * share is not the bottleneck, with hysteresis (docs/site-bandwidth.md "Demand"). A direction that
+ * probes while part of its budget lies unclaimed asks for all of that part at once. A direction's
+ * evidence of waiting leaves out principals held back by their own bucket (a site ceiling or a
+ * local rate): they wait for that bucket, not for the direction's share.
  */
 final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareListener, AutoCloseable {
 
@@ -48,12 +47,13 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     /** The principals that may open streams: the accounts and the anonymous principal. */
     private final java.util.Set<String> principals;
     private final Map<Direction, BandwidthGovernor> governors = new EnumMap<>(Direction.class);
-    /** Per direction, per principal: {granted, waited} at the previous round (loop thread only). */
-    private final Map<Direction, Map<String, long[]>> previous = new EnumMap<>(Direction.class);
     private long previousAt;
-    /** The last rounds' measurements, newest first, by resource (loop thread only). */
-    private final Map<Resource, Round[]> history = new HashMap<>();
-    static final int ROUNDS = 5;
+    /** The demand estimate of each resource this gateway serves (loop thread only). */
+    private final Map<Resource, DemandEstimator> estimators = new HashMap<>();
+    /** Each principal's cumulative {granted, waited} at the previous round, by resource (loop thread only). */
+    private final Map<Resource, long[]> counts = new HashMap<>();
+    /** Per direction, cumulative bytes granted after a wait for the direction's share (loop thread only). */
+    private final Map<Direction, long[]> directionWaited = new EnumMap<>(Direction.class);
 
     SiteShares(GovernanceSettings settings, Ticker ticker) {
         this(settings, ticker, null);
@@ -88,9 +88,6 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
                 }
             }
         }, this, this);
-        for (Direction d : Direction.values()) {
-            previous.put(d, new HashMap<>());
-        }
         this.previousAt = ticker.read();
     }
 
@@ -130,7 +127,7 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     @Override
     public Map<Resource, Long> demands(SiteBudget budget, Map<Resource, Long> shares, Map<Resource, Long> free,
                                        int gateways, long now) {
-        long dt = Math.max(1, now - previousAt);
+        long since = previousAt;
         previousAt = now;
         Map<Resource, Long> out = new HashMap<>();
         for (Direction d : Direction.values()) {
@@ -138,31 +135,39 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
             if (g == null) {
                 continue;
             }
-            Map<String, long[]> prev = previous.get(d);
-            Map<String, long[]> next = new HashMap<>();
-            long[] total = new long[3]; // Δgranted, Δwaited, waiting now
+            long[] total = new long[3]; // granted (cumulative), waited this round, waiting now
             long directionBudget = budget.budget(d);
+            GovernorConfig config = g.config();
+            long dt = Math.max(1, now - since);
             g.usage((id, granted, waited, waitingNow) -> {
-                long[] p = prev.getOrDefault(id, new long[2]);
-                long dg = granted - p[0];
-                long dw = waited - p[1];
-                next.put(id, new long[] {granted, waited});
-                total[0] += dg;
-                total[1] += dw;
-                total[2] += waitingNow;
                 long ceiling = budget.ceiling(d, id);
-                if (ceiling > 0 && (dg > 0 || waitingNow > 0 || shares.getOrDefault(Resource.of(d, id), 0L) > 0)) {
-                    Resource r = Resource.of(d, id);
-                    out.put(r, smooth(r, Round.of(dg, dw, waitingNow, dt), shares.getOrDefault(r, 0L), ceiling, gateways));
+                Resource r = Resource.of(d, id);
+                long share = shares.getOrDefault(r, 0L);
+                long[] before = counts.get(r); // null: it appeared since the previous round, its counters from 0
+                counts.put(r, new long[] {granted, waited});
+                long dg = granted - (before == null ? 0 : before[0]);
+                long dw = waited - (before == null ? 0 : before[1]);
+                // a principal held back by its own bucket (its site share or local rate: held, or used to 90 %) waits
+                // for that bucket, not for the direction's share: its waits say nothing of the direction's demand
+                long own = config.principalRate(id);
+                boolean ownBound = own == GovernorConfig.HELD || (own > 0 && dg * 1e9 / dt >= own * 0.9);
+                total[0] += granted;
+                total[1] += ownBound ? 0 : Math.max(0, dw);
+                total[2] += ownBound ? 0 : waitingNow;
+                if (ceiling > 0 && (estimators.containsKey(r) || dg > 0 || waitingNow > 0 || share > 0)) {
+                    DemandEstimator e = estimators.computeIfAbsent(r, k -> before == null
+                            ? new DemandEstimator(since, 0, 0) : new DemandEstimator(since, before[0], before[1]));
+                    out.put(r, e.update(now, granted, waited, waitingNow, share, ceiling, gateways));
                 }
             });
-            previous.put(d, next);
             if (directionBudget > 0) {
                 Resource r = Resource.of(d);
-                long d1 = smooth(r, Round.of(total[0], total[1], (int) Math.min(Integer.MAX_VALUE, total[2]), dt),
-                        shares.getOrDefault(r, 0L), directionBudget, gateways);
+                long[] w = directionWaited.computeIfAbsent(d, k -> new long[1]);
+                w[0] += total[1];
+                DemandEstimator e = estimators.computeIfAbsent(r, k -> new DemandEstimator(since, total[0], w[0]));
                 long share = shares.getOrDefault(r, 0L);
-                if (d1 > share && share > 0) {
+                long d1 = e.update(now, total[0], w[0], total[2], share, directionBudget, gateways);
+                if (d1 > share && share > 0 && e.probing()) {
                     // limited while part of the budget lies unclaimed (a gateway gone): ask for all of it at once;
                     // max-min fairness splits it among those who ask
                     d1 = Math.min(directionBudget, Math.max(d1, share + free.getOrDefault(r, 0L)));
@@ -170,63 +175,9 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
                 out.put(r, d1);
             }
         }
-        history.keySet().retainAll(out.keySet());
+        // a principal idle (demand 0) or without a ceiling any more: its next appearance starts a new estimate
+        estimators.keySet().removeIf(r -> !out.containsKey(r) || (r.perPrincipal() && out.get(r) == 0));
         return out;
-    }
-
-    /**
-     * Reports the demand of {@code r} from its last {@value #ROUNDS} rounds: the median of their
-     * rates (one round filling a new connection's socket buffers, or one slow round, moves it not),
-     * limited when most of them were (or at once for a newcomer without a share).
-     */
-    private long smooth(Resource r, Round now, long share, long budget, int gateways) {
-        Round[] ring = history.computeIfAbsent(r, k -> new Round[ROUNDS]);
-        System.arraycopy(ring, 0, ring, 1, ROUNDS - 1);
-        ring[0] = now;
-        long[] rates = new long[ROUNDS];
-        int limited = 0;
-        int n = 0;
-        for (Round x : ring) {
-            if (x != null) {
-                rates[n++] = x.used();
-                limited += x.limited() ? 1 : 0;
-            }
-        }
-        long[] seen = java.util.Arrays.copyOf(rates, n);
-        java.util.Arrays.sort(seen);
-        long median = seen[n / 2];
-        boolean newcomer = share == 0 && now.limited();
-        return demand(median, newcomer || limited * 2 > n, share, budget, gateways);
-    }
-
-    /** One round's measurement of a resource: its rate, bytes/s, and whether it was limited. */
-    record Round(long used, boolean limited) {
-        static Round of(long grantedBytes, long waitedBytes, int waitingNow, long dtNanos) {
-            long used = (long) (grantedBytes * 1e9 / dtNanos);
-            return new Round(used, waitingNow > 0 && (grantedBytes == 0 || waitedBytes * 2 >= grantedBytes));
-        }
-    }
-
-    /**
-     * The demand estimate of the class comment, bytes/s, ≤ budget.
-     *
-     * @param used     the resource's rate, bytes/s
-     * @param limited  whether its requests had to wait for the share
-     * @param share    its share now, bytes/s
-     * @param budget   the resource's budget, bytes/s
-     * @param gateways live gateways
-     */
-    static long demand(long used, boolean limited, long share, long budget, int gateways) {
-        long d;
-        if (limited) {
-            d = Math.max(used, share) * 3 / 2;
-            if (share == 0) {
-                d = Math.max(d, budget / Math.max(1, gateways)); // a newcomer asks for an equal share at once
-            }
-        } else {
-            d = used == 0 ? 0 : used + used / 20 + 1;
-        }
-        return Math.min(d, budget);
     }
 
     @Override

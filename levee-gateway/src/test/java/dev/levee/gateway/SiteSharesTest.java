@@ -59,21 +59,4 @@ class SiteSharesTest {
                 Resource.of(Direction.DOWNLOAD, "svc-a"), 2 * MiB), null, 3, IDS);
         assertThat(withShare.principalRate("svc-a")).isEqualTo(2 * MiB);
     }
-
-    @Test
-    void demandOfALimitedResourceAsksForMoreAndOfAnUnlimitedOneForWhatItUses() {
-        long budget = 30 * MiB;
-        assertThat(SiteShares.demand(5 * MiB, true, 5 * MiB, budget, 3)).isEqualTo(15 * MiB / 2);
-        assertThat(SiteShares.demand(12 * MiB, true, 10 * MiB, budget, 3)).isEqualTo(18 * MiB);
-        // a newcomer: nothing granted yet, requests waiting: an equal share at once
-        assertThat(SiteShares.demand(0, true, 0, budget, 3)).isEqualTo(10 * MiB);
-        // not limited: what it uses plus 5 %
-        assertThat(SiteShares.demand(4 * MiB, false, 10 * MiB, budget, 3)).isEqualTo(4 * MiB + 4 * MiB / 20 + 1);
-        assertThat(SiteShares.demand(0, false, 10 * MiB, budget, 3)).as("idle").isZero();
-        assertThat(SiteShares.demand(29 * MiB, true, 29 * MiB, budget, 1)).as("never above the budget").isEqualTo(budget);
-        // one round's measurement
-        assertThat(SiteShares.Round.of(5 * MiB, 5 * MiB, 2, SEC)).isEqualTo(new SiteShares.Round(5 * MiB, true));
-        assertThat(SiteShares.Round.of(5 * MiB, MiB, 2, SEC).limited()).as("most bytes without waiting").isFalse();
-        assertThat(SiteShares.Round.of(5 * MiB, 5 * MiB, 0, SEC).limited()).as("nothing waiting now").isFalse();
-    }
 }

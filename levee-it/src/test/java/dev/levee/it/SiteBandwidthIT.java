@@ -86,20 +86,23 @@ class SiteBandwidthIT {
         // large enough that a client at 5 MiB/s starts few GETs: each new response refills the loopback socket
         // buffers (several MiB) at the gateway's full share, which the gateway rightly sees as demand
         site.backend().putRandom("site", "big", 96 << 20, 7);
-        for (int i = 0; i < 3; i++) {
-            s3.add(DemandClient.s3Client(site.gateway(i).endpoint(), KEY_A, SECRET_A, 8, Duration.ofSeconds(60)));
-        }
         // one poller per gateway, so that a stopped gateway delays only its own samples
         // warm the gateways' JITs (and S3Proxy's) before anything is measured: 4 s unlimited through each
+        // through clients of their own, closed after: an unlimited read autotunes its connections' receive buffers up
+        // to tcp_rmem's maximum (32 MiB here), and a paced client reusing them would see every new response refill
+        // them at its gateway's full share (issue 22, item 2: that is what lifted the 5 MiB/s gateway to 7.6)
         List<DemandClient> warm = new ArrayList<>();
+        List<S3Client> warmS3 = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            warm.add(DemandClient.on(s3.get(i), "site", "big").name("warm" + i).threads(THREADS).maxDuration(Duration.ofSeconds(4))
-                    .start());
+            warmS3.add(DemandClient.s3Client(site.gateway(i).endpoint(), KEY_A, SECRET_A, THREADS, Duration.ofSeconds(60)));
+            warm.add(DemandClient.on(warmS3.get(i), "site", "big").name("warm" + i).threads(THREADS)
+                    .maxDuration(Duration.ofSeconds(4)).start());
         }
         for (DemandClient w : warm) {
             w.awaitDone(Duration.ofSeconds(15));
             w.close();
         }
+        warmS3.forEach(S3Client::close);
         poller = java.util.concurrent.Executors.newScheduledThreadPool(3, r -> Thread.ofPlatform().daemon()
                 .name("granted-poller").unstarted(r));
         for (int i = 0; i < 3; i++) {
@@ -196,6 +199,40 @@ class SiteBandwidthIT {
                 .ignoreExceptions().untilAsserted(() -> assertFair(0.05));
         System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: within 5 %% of 5 / 12.5 / 12.5 %d ms after the clients"
                 + " started: %s%n", ms(System.nanoTime() - t0), sharesLine());
+        // issue 22, item 2: and they stay there. Every 100 ms over 10 renew intervals every share within 10 % of max-min
+        // fair to the clients' real rates, 5 / 12.5 / 12.5 (the old estimate swung g0 to 10 MiB/s at every new response,
+        // and g1, g2 to 10 each; the first estimator of item 2 froze g0 at 5.86, 17 % above what its clients read, because
+        // rounds in which most quanta waited a moment for tokens were taken for a stalled gateway's). Each snapshot off by
+        // more is printed with g0's demand and what its clients read since the snapshot before.
+        long[] real = dev.levee.gateway.site.MaxMinFair.allocate(B, DEMAND);
+        long hold = System.nanoTime();
+        List<String> outside10 = new ArrayList<>();
+        int[] snapshots = {0};
+        long[] lastRead = {demand.get(0).bytesRead(), System.nanoTime()};
+        await("10 renew intervals of shares").pollInterval(Duration.ofMillis(100)).atMost(RENEW.multipliedBy(14))
+                .until(() -> {
+                    snapshots[0]++;
+                    long[] sh = {share(0), share(1), share(2)};
+                    long d0 = site.gateway(0).ready().at("/governance/site/directions/download/demand").asLong();
+                    long now = System.nanoTime();
+                    long read0 = demand.get(0).bytesRead();
+                    String line = String.format(Locale.ROOT, "%d ms: g0 %.2f g1 %.2f g2 %.2f MiB/s (g0 demand %.2f, its clients"
+                            + " read %.2f MiB/s since the last snapshot)", ms(now - hold), sh[0] / (double) MiB, sh[1] / (double) MiB,
+                            sh[2] / (double) MiB, d0 / (double) MiB, (read0 - lastRead[0]) * 1e9 / (now - lastRead[1]) / MiB);
+                    lastRead[0] = read0;
+                    lastRead[1] = now;
+                    boolean within = true;
+                    for (int i = 0; i < 3; i++) {
+                        within &= Math.abs(sh[i] - real[i]) <= real[i] / 10;
+                    }
+                    if (!within) {
+                        outside10.add(line);
+                    }
+                    return System.nanoTime() - hold >= RENEW.multipliedBy(10).toNanos();
+                });
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: %d snapshots over 10 renew intervals; %d with a share more"
+                + " than 10 %% from 5 / 12.5 / 12.5 %s%n", snapshots[0], outside10.size(), outside10);
+        assertThat(outside10).as("snapshots with a share more than 10 %% from max-min fair to the clients' rates").isEmpty();
         // and they stay max-min fair to the reported demands for 3 renew intervals
         long[] writesBefore = new long[3];
         long[] roundsBefore = new long[3];
@@ -361,7 +398,22 @@ class SiteBandwidthIT {
         assertThat(r.at("/governance/site/renewalsOk").asLong()).as("counters start again").isLessThan(20);
         demand.set(1, DemandClient.on(s3.get(1), "site", "big").name("g1").threads(THREADS).rate(DEMAND[1])
                 .maxDuration(Duration.ofSeconds(60)).start());
-        awaitSteady();
+        // issue 22, item 2: a fresh gateway keeps its first share (it gave it back when its first round saw no bytes yet,
+        // and its clients got nothing for 1.8 s): once g1 holds a share, it holds one at every snapshot until steady
+        List<String> dropped = new ArrayList<>();
+        boolean[] held = {false};
+        await("g1 holds a share and the shares are max-min fair to the reported demands").atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(50)).ignoreExceptions().untilAsserted(() -> {
+                    long s = share(1);
+                    if (s > 0) {
+                        held[0] = true;
+                    } else if (held[0]) {
+                        dropped.add(ms(System.nanoTime() - returned) + " ms");
+                    }
+                    assertThat(held[0]).isTrue();
+                    assertFairToReportedDemands(0.10);
+                });
+        assertThat(dropped).as("snapshots after g1's first share at which it held none").isEmpty();
     }
 
     @Test
@@ -526,6 +578,13 @@ class SiteBandwidthIT {
     void startDemand() {
         demand.forEach(DemandClient::close);
         demand.clear();
+        // fresh connections for each scenario: a previous one's faster reads (the demand shift's 25 MiB/s) autotuned the
+        // old ones' receive buffers, which a paced client would see refilled at its gateway's full share
+        s3.forEach(S3Client::close);
+        s3.clear();
+        for (int i = 0; i < 3; i++) {
+            s3.add(DemandClient.s3Client(site.gateway(i).endpoint(), KEY_A, SECRET_A, 8, Duration.ofSeconds(60)));
+        }
         for (int i = 0; i < 3; i++) {
             demand.add(DemandClient.on(s3.get(i), "site", "big").name("g" + i).threads(THREADS).rate(DEMAND[i])
                     .maxDuration(Duration.ofSeconds(90)).start());

@@ -1,6 +1,5 @@
 package dev.levee.gateway.site;
 
-import dev.levee.gateway.SiteDemandProbe;
 import dev.levee.governor.Direction;
 import java.time.Duration;
 import java.util.Arrays;
@@ -16,7 +15,7 @@ import java.util.Random;
  * per second, the time to come within 5 % of max-min fair, and the conflicts of raising writes.
  *
  * <p>Demand: either the true demand ({@code oracle}), or the gateway's estimate of {@code
- * SiteShares.demand} from what it could send (used = min(demand, share); limited while demand
+ * DemandEstimator} from what it could send (used = min(demand, share); limited while demand
  * exceeds the share).
  */
 final class SiteSimulation {
@@ -32,7 +31,7 @@ final class SiteSimulation {
         String render() {
             StringBuilder b = new StringBuilder();
             b.append(String.format(Locale.ROOT, "%d gateways, demand %s, TTL 5 s, renew 1 s, 3 conflict retries, %s%n",
-                    gateways, estimated ? "estimated (SiteShares.demand)" : "oracle (true demand)", network));
+                    gateways, estimated ? "estimated (DemandEstimator)" : "oracle (true demand)", network));
             b.append(String.format(Locale.ROOT, "  cold start: within 5 %% of max-min fair after %s%n", fmt(coldConvergedS)));
             b.append(String.format(Locale.ROOT, "  demand shift: within 5 %% after %s%n", fmt(shiftConvergedS)));
             b.append(String.format(Locale.ROOT, "  utilisation at steady state: %.1f %% of min(budget, Σ demand)%n",
@@ -84,10 +83,16 @@ final class SiteSimulation {
             SiteModel.Node node = m.addNode(String.format("gw-%03d", i), (rnd.nextDouble() * 2 - 1) * 0.0099,
                     rnd.nextLong());
             ShareKeeper.Settings s = ShareKeeper.Settings.defaults(node.id);
+            DemandEstimator[] est = {null};
+            long[] sent = {0, 0}; // cumulative granted, waited
             long[] last = {0};
             ShareKeeper.DemandSource source = estimated
                     ? (b, shares, gateways, now) -> {
-                        long dt = last[0] == 0 ? s.renewInterval().toNanos() : now - last[0];
+                        if (est[0] == null) {
+                            est[0] = new DemandEstimator(now - s.renewInterval().toNanos(), 0, 0);
+                            last[0] = now - s.renewInterval().toNanos();
+                        }
+                        long dt = now - last[0];
                         last[0] = now;
                         SiteModel.Node self = m.nodes.get(idx);
                         long share = self.keeper != null && self.keeper.owned(Direction.DOWNLOAD)
@@ -96,8 +101,11 @@ final class SiteSimulation {
                         long used = Math.min(want, share);
                         long granted = (long) (used * (dt / 1e9));
                         boolean limited = want > share;
-                        return want == 0 ? Map.of() : Map.of(DOWN, SiteDemandProbe.demand(granted,
-                                limited ? granted : 0, limited ? 1 : 0, dt, share, b.budget(Direction.DOWNLOAD), gateways));
+                        sent[0] += granted;
+                        sent[1] += limited ? granted : 0;
+                        long d = est[0].update(now, sent[0], sent[1], limited ? 1 : 0, share, b.budget(Direction.DOWNLOAD),
+                                gateways);
+                        return want == 0 && d == 0 ? Map.of() : Map.of(DOWN, d);
                     }
                     : (b, shares, gateways, now) -> truth[idx] == 0 ? Map.of() : Map.of(DOWN, truth[idx]);
             node.demands = null;
