@@ -27,7 +27,7 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code levee bandwidth}: reads and edits the site-wide bandwidth budgets that gateways share
- * through etcd leases, and shows the site's shares (SPEC.md §10, docs/site-bandwidth.md). Every
+ * through etcd leases, and shows the site's shares (docs/design.md §10, docs/site-bandwidth.md). Every
  * write is validated before it reaches etcd.
  */
 @Command(name = "bandwidth", mixinStandardHelpOptions = true,

@@ -35,7 +35,7 @@ final class ConfigCommand {
                 List<BurstAdvice.Finding> weak = BurstAdvice.check(cfg);
                 System.out.println(file + ": OK (factor " + cfg.factor() + ", " + cfg.resources().size()
                         + " resources)" + (weak.isEmpty() ? "" : ", " + weak.size() + " warning(s)"));
-                // valid (SPEC.md §4 allows any burst >= 0), but said: docs/decisions.md, "Bursts that hold the rate"
+                // valid (docs/design.md §4 allows any burst >= 0), but said: docs/decisions.md, "Bursts that hold the rate"
                 for (BurstAdvice.Finding f : weak) {
                     System.out.println("  warning: " + f.message());
                 }

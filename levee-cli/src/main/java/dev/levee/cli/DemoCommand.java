@@ -37,7 +37,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 
 /**
- * {@code levee demo}: a whole local stack in one process driven by real S3 traffic (SPEC.md §9).
+ * {@code levee demo}: a whole local stack in one process driven by real S3 traffic (docs/design.md §9).
  *
  * <p>Starts an in-process S3 backend (S3Proxy, transient storage), an observer, {@code --limiters}
  * limiters, the client and the gateway on free loopback ports. From the quota configuration it
@@ -472,7 +472,7 @@ final class DemoCommand implements Callable<Integer> {
 
     /**
      * Judges a stream (issue 26 item 1). {@code over}: more admitted than {@code rate × t + g × (burst + 1)} per counter
-     * (GCRA's bound, SPEC.md §6). The rate it admitted, {@code (ok − g × burst per counter) / t}, is measured only when
+     * (GCRA's bound, docs/design.md §6). The rate it admitted, {@code (ok − g × burst per counter) / t}, is measured only when
      * it was offered more than its rate and its burst was spent within the first half of the run; then {@code under}
      * below 90 % of its rate, less the one request per limiter and counter a count can miss at the run's edges.
      *
@@ -584,7 +584,7 @@ final class DemoCommand implements Callable<Integer> {
         out.println();
         out.printf(Locale.ROOT, "Summary over %s s: held = (ok - g x burst per counter) / t against the rate the stream"
                 + " meets;%n", rate(secs));
-        out.println("bound = rate x t + g x (burst + 1) per counter (SPEC.md §6); what is admitted above it is OVER.");
+        out.println("bound = rate x t + g x (burst + 1) per counter (docs/design.md §6); what is admitted above it is OVER.");
         out.printf(Locale.ROOT, "  %-7s %7s %7s %7s %6s %9s %9s %7s  %s%n", "stream", "sent", "ok", "slow", "other",
                 "rate/s", "held/s", "held", "verdict");
         List<Integer> over = new ArrayList<>();

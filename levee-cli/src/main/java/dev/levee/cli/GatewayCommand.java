@@ -38,7 +38,7 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code levee gateway}: streaming S3 reverse proxy, with bandwidth governance and admission per
- * principal when {@code --principals} is given (SPEC.md §8, docs/gateway.md).
+ * principal when {@code --principals} is given (docs/design.md §8, docs/gateway.md).
  */
 @Command(name = "gateway", mixinStandardHelpOptions = true,
         description = {"Run the S3 gateway: a streaming reverse proxy to an S3 backend, checking each request"
@@ -157,7 +157,7 @@ final class GatewayCommand implements Callable<Integer> {
                     + " endpoint answers 401")
     Path healthTokenFile;
 
-    // ---- governance (SPEC.md §8)
+    // ---- governance (docs/design.md §8)
 
     @Option(names = "--principals", paramLabel = "FILE",
             description = "YAML file of service accounts and their access key ids (at most 1000 keys), with the"

@@ -15,7 +15,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code levee nginx-config}: prints the NGINX configuration of Levee's enforcement point
- * (SPEC.md §1) for given addresses and paths, or writes a runnable prefix directory.
+ * (docs/design.md §1) for given addresses and paths, or writes a runnable prefix directory.
  *
  * <p>Parts: {@code full} (a standalone nginx.conf, the default), {@code http} (include inside
  * {@code http {}}), {@code check} (include inside each S3 {@code server {}}), {@code site} (S3

@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code levee quota}: reads and edits the quotas in etcd (SPEC.md §4). Every write is validated
+ * {@code levee quota}: reads and edits the quotas in etcd (docs/design.md §4). Every write is validated
  * before it reaches etcd; the whole configuration that would result is validated too.
  */
 @Command(name = "quota", mixinStandardHelpOptions = true,
@@ -514,7 +514,7 @@ final class QuotaCommand {
     }
 
     /**
-     * Prints rate = RPS × 1.1 and burst = rate / DF × 0.1 (SPEC.md §4), and, where that burst rounds below the
+     * Prints rate = RPS × 1.1 and burst = rate / DF × 0.1 (docs/design.md §4), and, where that burst rounds below the
      * minimum that holds the rate over DF limiters, a comment line saying so and naming the minimum.
      */
     @Command(name = "calc", mixinStandardHelpOptions = true,
@@ -564,7 +564,7 @@ final class QuotaCommand {
             String shown = new java.math.BigDecimal(rate).round(new java.math.MathContext(9)).stripTrailingZeros()
                     .toPlainString();
             System.out.printf(Locale.ROOT, "rate: %s%nburst: %d%n", shown, burst);
-            // the formula's value is kept (SPEC.md §4); where it rounds to a burst that cannot hold the rate, say so
+            // the formula's value is kept (docs/design.md §4); where it rounds to a burst that cannot hold the rate, say so
             // in the words config validate and the demo use (docs/decisions.md, "Bursts that hold the rate")
             if (burst < Integer.MAX_VALUE && !dev.levee.quota.BurstAdvice.holds(rate, (int) burst, df)) {
                 System.out.println("# " + dev.levee.quota.BurstAdvice.sentence(rate, (int) burst, df));

@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * {@code levee quota explain}: says which rule a request hits (issue 14, item 6; SPEC.md §11).
+ * {@code levee quota explain}: says which rule a request hits (issue 14, item 6; docs/design.md §11).
  *
  * <h2>Model</h2>
  * Every step is the code the services run, never a copy of it: the request's raw facts go through

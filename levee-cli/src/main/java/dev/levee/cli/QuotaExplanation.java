@@ -75,7 +75,7 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         return '"' + dev.levee.runtime.LogText.escape(s, 200).replace("\"", "") + '"';
     }
 
-    /** Requests per second one limiter admits: the quota's rate divided by g (SPEC.md §5). */
+    /** Requests per second one limiter admits: the quota's rate divided by g (docs/design.md §5). */
     double ratePerLimiter() {
         return g < 1 ? 0 : rq.quota().rate() / g;
     }

@@ -31,7 +31,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * {@code levee demo --gateways N}: N gateways share one site download budget through etcd leases
- * (SPEC.md §10). Their clients want different rates (⅙, ⅔ and 4⁄3 of the budget, repeating); the
+ * (docs/design.md §10). Their clients want different rates (⅙, ⅔ and 4⁄3 of the budget, repeating); the
  * demo prints each second, per gateway, what its governor granted (sent) and what its clients read, its lease
  * share and its max-min fair share of the budget for the clients' demands, with the site's sum and a verdict
  * (issue 26 item 4); it cuts the last gateway off from etcd for a while: it fails closed (sends nothing once

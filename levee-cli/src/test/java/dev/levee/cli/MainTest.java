@@ -56,7 +56,7 @@ class MainTest {
     }
 
     /**
-     * Issue 22 item 7: a burst that cannot hold its rate over DF limiters is valid (SPEC.md §4) but said, with its
+     * Issue 22 item 7: a burst that cannot hold its rate over DF limiters is valid (docs/design.md §4) but said, with its
      * path and the minimum that holds it, in the words {@code quota calc} uses; exit 0.
      */
     @Test
@@ -79,7 +79,7 @@ class MainTest {
     }
 
     /**
-     * Issue 26 item 2: {@code quota calc} keeps the formula's burst (SPEC.md §4) and, where it rounds to one that
+     * Issue 26 item 2: {@code quota calc} keeps the formula's burst (docs/design.md §4) and, where it rounds to one that
      * cannot hold the rate over DF limiters, says so and names the burst that does; what it prints, validated, gives
      * the same warning.
      */

@@ -3,7 +3,7 @@ package dev.levee.client;
 import dev.levee.s3.S3Classification;
 
 /**
- * The outcome of one check by levee-client (SPEC.md §1 steps 2–4).
+ * The outcome of one check by levee-client (docs/design.md §1 steps 2–4).
  *
  * @param result         accepted, rejected or failed (no limiter of the group answered)
  * @param retryAfter     seconds to wait when rejected (≥ 1), else 0
@@ -53,7 +53,7 @@ public record ClientDecision(Result result, long retryAfter, long remaining, Str
         return result != Result.FAILED && level != null && reset > 0;
     }
 
-    /** The three results of SPEC.md §1. */
+    /** The three results of docs/design.md §1. */
     public enum Result {
         /** 200: the request may proceed. */
         ACCEPTED,

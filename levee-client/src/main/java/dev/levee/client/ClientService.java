@@ -17,7 +17,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The endpoint NGINX's {@code rate.lua} calls (SPEC.md §1 steps 1–4): raw S3 request facts in,
+ * The endpoint NGINX's {@code rate.lua} calls (docs/design.md §1 steps 1–4): raw S3 request facts in,
  * accepted / rejected / failed out, by way of a {@link LeveeClient}.
  *
  * <p>{@code GET /v1/s3check} with headers {@code X-Levee-Method}, {@code X-Levee-Host},
@@ -149,7 +149,7 @@ public final class ClientService implements AutoCloseable {
                 }
             });
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
-            // not ready while failing open (no limiter known) or the observer is unreachable (SPEC.md §11), or while
+            // not ready while failing open (no limiter known) or the observer is unreachable (docs/design.md §11), or while
             // the check path warms up (checks are served meanwhile)
             String degraded = client.degradedReason();
             if (degraded == null && warming.get()) {

@@ -34,7 +34,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Checks S3 requests against the limiter cluster: the levee-client logic as a library (SPEC.md §1
+ * Checks S3 requests against the limiter cluster: the levee-client logic as a library (docs/design.md §1
  * step 2, §5).
  *
  * <p>Per check: classify the request (§3); take the cached list of active limiters from the
@@ -523,7 +523,7 @@ public final class LeveeClient implements AutoCloseable {
                         reason.equals("not_ready") ? " until it is ready"
                                 : " for up to " + options.listGrace().toMillis() + " ms");
             }
-            // a list that is not ready is kept like an unreachable observer's (SPEC §7); a shrunk one for the grace
+            // a list that is not ready is kept like an unreachable observer's (docs/design.md §7); a shrunk one for the grace
             if (reason.equals("not_ready") || now - heldSince < options.listGrace().toNanos()) {
                 return;
             }
@@ -568,7 +568,7 @@ public final class LeveeClient implements AutoCloseable {
      * Returns why checks are not decided as they should be now, or null when they are: no limiter known
      * (every check answers {@code failed} and passes by the failure policy: NGINX's {@code on_failure},
      * the gateway's {@code --on-failure}) or the observer unreachable (the last list is kept and may be
-     * out of date). SPEC.md §11.
+     * out of date). docs/design.md §11.
      */
     public String degradedReason() {
         if (stopped) {
@@ -854,7 +854,7 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     /**
-     * The order in which one check asks limiters (SPEC.md §5 and docs/decisions.md, "Spill-over"): the
+     * The order in which one check asks limiters (docs/design.md §5 and docs/decisions.md, "Spill-over"): the
      * group's members not in back-off from the round-robin position on; then the members beyond the
      * group not in back-off, round-robin among them from the same position; then the group's members in
      * back-off; then those beyond it in back-off. Pure: no I/O, no clock.
@@ -959,7 +959,7 @@ public final class LeveeClient implements AutoCloseable {
     }
 
     /**
-     * One check on its way (SPEC.md §5): what is checked, the limiters it may ask and in which order, when it started
+     * One check on its way (docs/design.md §5): what is checked, the limiters it may ask and in which order, when it started
      * (ticker ns), who waits for its decision, and where it is now. A check waits for, or is in, at most one
      * limiter's request, batch or wire frame at a time, so the attempt in progress ({@link #i}: it asks
      * {@code member(i)}) and when it was queued for it live here too: one object per check, not one per attempt.

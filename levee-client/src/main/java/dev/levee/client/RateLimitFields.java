@@ -1,7 +1,7 @@
 package dev.levee.client;
 
 /**
- * Spells the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, SPEC.md §11, issue 14) for
+ * Spells the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers, docs/design.md §11, issue 14) for
  * one GCRA quota; the mapping is in docs/decisions.md, "RateLimit header fields".
  *
  * <ul>

@@ -145,7 +145,7 @@ class LimiterListTest {
         serve(list(1, "b", false, 0)); // a new incarnation, no heartbeat yet
         assertThat(size()).isEqualTo(3);
         assertThat(client.listHeld()).isTrue();
-        advance(Duration.ofMinutes(5)); // kept as long as the observer says it is not ready (SPEC §7)
+        advance(Duration.ofMinutes(5)); // kept as long as the observer says it is not ready (docs/design.md §7)
         serve(list(2, "b", false, 1));
         assertThat(size()).isEqualTo(3);
         serve(list(4, "b", true, 3));

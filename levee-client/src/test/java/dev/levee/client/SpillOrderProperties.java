@@ -17,7 +17,7 @@ import net.jqwik.api.constraints.IntRange;
  * The asking order of one check ({@link LeveeClient#order}): every ranked limiter at most once, at most
  * {@code 2g} of them, and — whichever limiters fail for good and whichever are backed off — the
  * limiters that decide for one resource over any number of checks are never more than {@code g}
- * (SPEC.md §5: each decides with {@code rate / g}, so admitted ≤ rate × t + g × burst).
+ * (docs/design.md §5: each decides with {@code rate / g}, so admitted ≤ rate × t + g × burst).
  */
 class SpillOrderProperties {
 

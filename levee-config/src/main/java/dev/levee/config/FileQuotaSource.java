@@ -13,7 +13,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A {@link QuotaSource} over a quota file in the single-file form (SPEC.md §4), reloaded when its
+ * A {@link QuotaSource} over a quota file in the single-file form (docs/design.md §4), reloaded when its
  * content changes.
  *
  * <p>The file is read every {@code pollMillis} (default 1000 ms); when its bytes differ from the last

@@ -22,12 +22,12 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Reads and writes quota configuration in YAML, strictly (SPEC.md §4).
+ * Reads and writes quota configuration in YAML, strictly (docs/design.md §4).
  *
  * <h2>Forms</h2>
  * The single-file form, used by the embedded default and {@code levee quota import}:
  * <pre>
- * factor: 4                  # optional, default 1: the limiter group size DF (SPEC.md §5)
+ * factor: 4                  # optional, default 1: the limiter group size DF (docs/design.md §5)
  * default: {rate: 1000, burst: 500}
  * methods_default:           # optional
  *   ListObjects: {rate: 250, burst: 250}

@@ -32,7 +32,7 @@ import java.util.regex.Pattern;
 
 /**
  * Turns a {@link YamlTree} into quota objects, checking types and field names and collecting
- * every problem with its place in the document (SPEC.md §4).
+ * every problem with its place in the document (docs/design.md §4).
  *
  * <p>To find as many problems as possible in one pass, a part that is broken is replaced by a
  * harmless placeholder (quota {@code 0/0}, or an entry that is left out of the semantic checks)

@@ -13,7 +13,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Maps a quota configuration to and from the etcd layout of SPEC.md §4, relative to a prefix:
+ * Maps a quota configuration to and from the etcd layout of docs/design.md §4, relative to a prefix:
  *
  * <table>
  * <caption>keys</caption>
@@ -49,7 +49,7 @@ public final class QuotaLayout {
     public static final String IMPORT = "import";
     /**
      * Relative key prefix of the site bandwidth budgets and the gateways' leased shares (not quota
-     * data; SPEC.md §10, docs/site-bandwidth.md).
+     * data; docs/design.md §10, docs/site-bandwidth.md).
      */
     public static final String BANDWIDTH = "bandwidth/";
 

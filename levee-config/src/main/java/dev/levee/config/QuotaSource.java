@@ -5,7 +5,7 @@ import java.util.function.Consumer;
 
 /**
  * Supplies the quota configuration in force and swaps it atomically when a valid update arrives
- * (SPEC.md §4: changes apply without restarts, in order; a limiter never mixes two versions within
+ * (docs/design.md §4: changes apply without restarts, in order; a limiter never mixes two versions within
  * one decision; a bad update never replaces a good one).
  *
  * <p>Implementations: {@link StaticQuotaSource} (embedded default or a fixed config),

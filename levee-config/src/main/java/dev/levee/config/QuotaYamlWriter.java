@@ -14,7 +14,7 @@ import java.io.UncheckedIOException;
 import java.util.Map;
 
 /**
- * Writes the single-file form (SPEC.md §4) so that {@link QuotaConfigLoader#parse} reads back an
+ * Writes the single-file form (docs/design.md §4) so that {@link QuotaConfigLoader#parse} reads back an
  * equal configuration: every string value is double-quoted (a bucket named {@code "true"} or
  * a prefix {@code "2024"} stays a string), integral rates are written without a fraction and
  * other rates in Java's shortest round-trip form.

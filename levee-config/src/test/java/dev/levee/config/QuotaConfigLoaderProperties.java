@@ -82,7 +82,7 @@ class QuotaConfigLoaderProperties {
     }
 
     /**
-     * Splits a written file into the values of the etcd layout (SPEC.md §4 table) and reads each
+     * Splits a written file into the values of the etcd layout (docs/design.md §4 table) and reads each
      * with its per-key parser: together they hold the same configuration.
      */
     @Property(tries = 200)

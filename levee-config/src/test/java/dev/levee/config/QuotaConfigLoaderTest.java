@@ -20,7 +20,7 @@ import java.util.Objects;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The single-file form (SPEC.md §4): the example, the broken fixtures, files. */
+/** The single-file form (docs/design.md §4): the example, the broken fixtures, files. */
 class QuotaConfigLoaderTest {
 
     static Path fixture(String name) {

@@ -13,7 +13,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
-/** The per-key values of the etcd layout (SPEC.md §4 table); paths start at the value's root. */
+/** The per-key values of the etcd layout (docs/design.md §4 table); paths start at the value's root. */
 class QuotaPerKeyFormsTest {
 
     private static List<String> errors(Executable parse) {

@@ -1,7 +1,7 @@
 package dev.levee.core;
 
 /**
- * Decides one request with the Generic Cell Rate Algorithm (SPEC.md §6; ITU-T I.371 virtual
+ * Decides one request with the Generic Cell Rate Algorithm (docs/design.md §6; ITU-T I.371 virtual
  * scheduling form).
  *
  * <h2>Model</h2>

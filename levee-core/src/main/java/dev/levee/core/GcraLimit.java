@@ -1,7 +1,7 @@
 package dev.levee.core;
 
 /**
- * Holds the GCRA parameters of one quota as one limiter applies it (SPEC.md §5, §6).
+ * Holds the GCRA parameters of one quota as one limiter applies it (docs/design.md §5, §6).
  *
  * <p>The quota's rate is divided by the group size {@code g} (each of the {@code g} limiters of a
  * group admits {@code rate / g}); the burst is per limiter and is not divided. The emission
@@ -72,7 +72,7 @@ public record GcraLimit(long emissionIntervalNs, int capacity, long toleranceNs,
      * rate"): 40 ms, in nanoseconds. Levee itself bunches arrivals at a limiter: levee-client sends the checks that
      * queued while earlier ones were out as one batch (one limiter round trip, 1–3 ms under load), and the checks of
      * one batch reach GCRA at the same instant; NGINX workers, the network and the scheduler add their own spread.
-     * 40 ms is the largest spread that every burst of SPEC.md §4's formula ({@code rate / DF × 0.1}, rounded) of 2 or
+     * 40 ms is the largest spread that every burst of docs/design.md §4's formula ({@code rate / DF × 0.1}, rounded) of 2 or
      * more absorbs, so the formula and this minimum disagree only where the formula rounds to 0 or 1.
      */
     public static final long ARRIVAL_SPREAD_NS = 40_000_000L;
@@ -81,7 +81,7 @@ public record GcraLimit(long emissionIntervalNs, int capacity, long toleranceNs,
      * Returns the smallest burst with which one limiter of a group of {@code groupSize} admits the whole rate of a
      * stream that offers at least its share, when each arrival may come up to {@link #ARRIVAL_SPREAD_NS} later than
      * a strictly periodic schedule: the smallest {@code burst ≥ 2} whose tolerance {@code τ = (burst − 1) × T} is at
-     * least that spread. A burst of 0 or 1 has no tolerance at all (SPEC.md §6: {@code c = max(burst, 1)}, {@code
+     * least that spread. A burst of 0 or 1 has no tolerance at all (docs/design.md §6: {@code c = max(burst, 1)}, {@code
      * τ = 0}), so it admits the rate only for arrivals exactly {@code T} apart: it never holds the rate in practice.
      * Pure arithmetic on the same {@code T} as {@link #of}.
      *

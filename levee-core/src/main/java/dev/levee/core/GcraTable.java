@@ -7,7 +7,7 @@ import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Keeps the GCRA state of every active limit key, bounded in memory (SPEC.md §6).
+ * Keeps the GCRA state of every active limit key, bounded in memory (docs/design.md §6).
  *
  * <p>Memory follows the active keys: a key's entry expires once its TAT can no longer be ahead of
  * the clock (the limit's {@link GcraLimit#horizonNs() horizon} after its last use), which is exactly

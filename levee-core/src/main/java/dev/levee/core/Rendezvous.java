@@ -10,7 +10,7 @@ import java.util.function.Function;
 
 /**
  * Ranks group members for a resource with rendezvous (highest random weight, HRW) hashing
- * (SPEC.md §5; Thaler &amp; Ravishankar, "Using name-based mappings to increase hit rates", 1998).
+ * (docs/design.md §5; Thaler &amp; Ravishankar, "Using name-based mappings to increase hit rates", 1998).
  *
  * <p>The score of member {@code m} for resource {@code r} is the 64-bit FarmHash fingerprint
  * (Guava {@link Hashing#farmHashFingerprint64()}, stable across releases and processes) of the
@@ -74,7 +74,7 @@ public final class Rendezvous {
     }
 
     /**
-     * Returns the group size {@code g = min(factor, active)} (SPEC.md §5).
+     * Returns the group size {@code g = min(factor, active)} (docs/design.md §5).
      *
      * @param factor the configured group factor DF, ≥ 1
      * @param active the number of active members, ≥ 0

@@ -7,7 +7,7 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
- * S3 operations by their AWS API names (SPEC.md §3).
+ * S3 operations by their AWS API names (docs/design.md §3).
  *
  * <p>Quota configuration names operations exactly as these constants are spelled; any other
  * name is a configuration error. {@link #Unknown} is what a request that cannot be classified

@@ -11,7 +11,7 @@ import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.constraints.LongRange;
 import net.jqwik.api.constraints.Size;
 
-/** Invariants of GCRA (SPEC.md §6) for arbitrary arrival sequences and clock origins. */
+/** Invariants of GCRA (docs/design.md §6) for arbitrary arrival sequences and clock origins. */
 class GcraProperties {
 
     /** For any window [a, b] of the arrivals, admitted ≤ c + (b − a) / T. */

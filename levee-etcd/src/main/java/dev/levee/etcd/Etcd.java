@@ -10,7 +10,7 @@ import java.util.List;
 /** Creates jetcd clients and converts keys; shared by Levee's etcd adapters. */
 public final class Etcd {
 
-    /** Default key prefix of Levee's data in etcd (SPEC.md §4). */
+    /** Default key prefix of Levee's data in etcd (docs/design.md §4). */
     public static final String DEFAULT_PREFIX = "/levee";
 
     /**

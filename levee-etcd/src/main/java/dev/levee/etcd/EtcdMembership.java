@@ -24,7 +24,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Serves limiter membership from etcd (SPEC.md §7): watches {@code <prefix>limiters/} and keeps the
+ * Serves limiter membership from etcd (docs/design.md §7): watches {@code <prefix>limiters/} and keeps the
  * list with etcd's revision (loaded in pages at one revision, {@link EtcdSnapshot}); the factor comes from the quota source. Values are
  * {@code {"address": "host:port"}}; a malformed value is logged and the member skipped.
  */

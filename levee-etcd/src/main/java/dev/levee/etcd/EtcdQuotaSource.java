@@ -22,7 +22,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keeps the quota configuration in step with etcd (SPEC.md §4, issue 3, issue 10 defect 3).
+ * Keeps the quota configuration in step with etcd (docs/design.md §4, issue 3, issue 10 defect 3).
  *
  * <h2>Model</h2>
  * The source mirrors every quota key under the prefix ({@code factor}, {@code quotas/…},

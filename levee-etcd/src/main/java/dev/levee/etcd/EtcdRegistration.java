@@ -12,7 +12,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Registers one limiter in etcd under a lease (SPEC.md §7): {@code <prefix>limiters/<id>} =
+ * Registers one limiter in etcd under a lease (docs/design.md §7): {@code <prefix>limiters/<id>} =
  * {@code {"address": "host:port"}}, kept alive; when the lease is lost (expired while etcd was
  * unreachable, revoked, keep-alive stream ended) it registers again with a new lease. Closing revokes
  * the lease so the limiter leaves at once; a crash leaves it to expire after the TTL.

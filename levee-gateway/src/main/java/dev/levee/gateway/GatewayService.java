@@ -53,7 +53,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Streams S3 requests to a backend (SPEC.md §1, §2 levee-gateway, §8): a reverse proxy that never
+ * Streams S3 requests to a backend (docs/design.md §1, §2 levee-gateway, §8): a reverse proxy that never
  * buffers a body whole, checks each request with a {@link LeveeClient} when no NGINX is in front,
  * and, when {@linkplain GovernanceSettings governance} is on, shapes every body through the
  * bandwidth governor of its direction and admits uploads and downloads per principal.
@@ -68,7 +68,7 @@ import org.slf4j.LoggerFactory;
  *       counts only if the request's SigV4 signature verifies ({@link SigV4Verifier}); otherwise
  *       the request is refused ({@code 403 SignatureDoesNotMatch}, {@code RequestTimeTooSkewed},
  *       {@code AccessDenied}, or {@code 400} when malformed) before anything is charged.</li>
- *   <li>Enforcement on: the request-rate check (SPEC.md §1); refusal is {@code 503 SlowDown}.</li>
+ *   <li>Enforcement on: the request-rate check (docs/design.md §1); refusal is {@code 503 SlowDown}.</li>
  *   <li>Governance on: {@code PutObject}, {@code UploadPart}, {@code PostObject} wait for a
  *       mutating-upload slot of their principal, {@code GetObject} for a download slot; a full
  *       queue or the wait's timeout is {@code 503 SlowDown} with {@code Retry-After}.</li>
@@ -135,7 +135,7 @@ public final class GatewayService implements AutoCloseable {
     /** Seconds a client is told to wait after a governance refusal (Retry-After). */
     private static final long RETRY_AFTER_SECONDS = 1;
 
-    /** What to do when no limiter answers (SPEC.md §1 step 5). */
+    /** What to do when no limiter answers (docs/design.md §1 step 5). */
     public enum OnFailure {
         /** Let the request through (default). */
         ALLOW,
@@ -559,8 +559,8 @@ public final class GatewayService implements AutoCloseable {
     /** Returns what {@code GET /health/ready} reports now: aggregated counters, no principal ids. */
     public ReadyReport readyReport() {
         // with enforcement and no limiter known, every check fails: requests pass (allow) or are refused
-        // (deny) by --on-failure, and the gateway is not ready (SPEC.md §11); the client warns in its log.
-        // With site budgets, expired shares also make it not ready (SPEC.md §10)
+        // (deny) by --on-failure, and the gateway is not ready (docs/design.md §11); the client warns in its log.
+        // With site budgets, expired shares also make it not ready (docs/design.md §10)
         String status = closing ? "closing"
                 : governance != null && governance.site() != null && governance.site().failingClosed() ? "site_shares_expired"
                 : options.enforce() && client != null && client.failingOpen()
@@ -749,7 +749,7 @@ public final class GatewayService implements AutoCloseable {
     private void admit(Exchange ex) {
         if (ex.governed() && !ex.finished && failingClosed(ex.operation)) {
             count("site_failing_closed");
-            refuse(ex.req, RETRY_AFTER_SECONDS, "site bandwidth shares expired (failing closed, SPEC.md §10)");
+            refuse(ex.req, RETRY_AFTER_SECONDS, "site bandwidth shares expired (failing closed, docs/design.md §10)");
             return;
         }
         AdmissionClass c = ex.governed() ? TransferPolicy.admissionClass(ex.operation) : null;
@@ -798,7 +798,7 @@ public final class GatewayService implements AutoCloseable {
 
     /**
      * Says failing closed on the site's shares as it begins, every 10 s while it lasts and once when it ends
-     * (SPEC.md §11: a degraded state is loud), like failing open: every governed request of the direction is then
+     * (docs/design.md §11: a degraded state is loud), like failing open: every governed request of the direction is then
      * refused with 503 SlowDown and open transfers stall (docs/site-bandwidth.md, "Fail closed"). Before, the first
      * line came from the lease keeper only once etcd answered again, and a gateway that started without etcd said
      * nothing at all.
@@ -849,7 +849,7 @@ public final class GatewayService implements AutoCloseable {
             } else if (failingClosed(ex.operation)) {
                 vertx.cancelTimer(id);
                 pipe.refusePrepay(new IllegalStateException("site bandwidth shares expired while waiting for the first"
-                        + " permits (failing closed, SPEC.md §10)"));
+                        + " permits (failing closed, docs/design.md §10)"));
             }
         });
     }
@@ -1110,7 +1110,7 @@ public final class GatewayService implements AutoCloseable {
         abandon(ex, 504, "GatewayTimeout", "The S3 backend did not answer in time.");
     }
 
-    /** The client sent its body too slowly (SPEC.md §8 admission; issue 10): frees what the request holds. */
+    /** The client sent its body too slowly (docs/design.md §8 admission; issue 10): frees what the request holds. */
     private void bodyTimedOut(Exchange ex) {
         if (ex.finished || ex.bodyDone || ex.abandoned) {
             ex.stopBodyDeadline();
@@ -1486,7 +1486,7 @@ public final class GatewayService implements AutoCloseable {
     }
 
     /**
-     * Shuts down gracefully (SPEC.md §8 {@code preClose}, issue 10): the S3 listener stops
+     * Shuts down gracefully (docs/design.md §8 {@code preClose}, issue 10): the S3 listener stops
      * accepting connections (a new connection is refused) and idle keep-alive connections close; a
      * new request on a connection still open is answered {@code 503 SlowDown} with
      * {@code Connection: close}; the admission queues are closed, so requests waiting for a slot are

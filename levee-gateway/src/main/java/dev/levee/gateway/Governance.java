@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Holds one gateway's governance state (SPEC.md §8): a {@link BandwidthGovernor} per direction,
+ * Holds one gateway's governance state (docs/design.md §8): a {@link BandwidthGovernor} per direction,
  * an {@link AdmissionQueue} per admission class, the timer that wakes them, the principal
  * directory, and the verification of signatures made with its secrets. Thread-safe: the governors and queues are; the rest is immutable or atomic.
  *
@@ -61,14 +61,14 @@ final class Governance implements AutoCloseable {
         }
     }
 
-    /** The site leases, or null when this gateway has no site budgets (SPEC.md §10). */
+    /** The site leases, or null when this gateway has no site budgets (docs/design.md §10). */
     SiteShares site() {
         return site;
     }
 
     /**
      * Whether a new governed request in {@code d} would be refused because this gateway is failing
-     * closed (its site shares expired; SPEC.md §10): it is then answered {@code 503 SlowDown} before
+     * closed (its site shares expired; docs/design.md §10): it is then answered {@code 503 SlowDown} before
      * anything is sent to the backend.
      */
     boolean failingClosed(Direction d) {
@@ -154,7 +154,7 @@ final class Governance implements AutoCloseable {
     }
 
     /**
-     * Closes the admission queues only, as a shutdown's drain begins (SPEC.md §8 {@code preClose},
+     * Closes the admission queues only, as a shutdown's drain begins (docs/design.md §8 {@code preClose},
      * issue 10): every request waiting for a slot fails and is answered {@code 503 SlowDown}, every
      * later one is refused; the governors stay open so that transfers in flight keep being granted
      * permits until they end or the drain's deadline. Idempotent.
@@ -164,7 +164,7 @@ final class Governance implements AutoCloseable {
     }
 
     /**
-     * Closes the admission queues, then the governors (SPEC.md §8 {@code preClose}): every waiter
+     * Closes the admission queues, then the governors (docs/design.md §8 {@code preClose}): every waiter
      * fails and is answered {@code 503 SlowDown}, every later request is refused. Idempotent.
      */
     void closeGates() {
@@ -197,7 +197,7 @@ final class Governance implements AutoCloseable {
             String dir = d.name().toLowerCase(java.util.Locale.ROOT);
             io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_bandwidth_granted_bytes_total", g,
                     x -> x.stats().grantedBytes()).tag("direction", dir)
-                    .description("bytes granted to transfers (SPEC.md §8)").register(registry);
+                    .description("bytes granted to transfers (docs/design.md §8)").register(registry);
             io.micrometer.core.instrument.FunctionCounter.builder("levee_gateway_bandwidth_granted_quanta_total", g,
                     x -> x.stats().grantedQuanta()).tag("direction", dir)
                     .description("grants of at most one quantum each").register(registry);

@@ -8,11 +8,11 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * Configures the gateway's bandwidth governors and admission queues (SPEC.md §8, ADR 0008).
+ * Configures the gateway's bandwidth governors and admission queues (docs/design.md §8).
  * Immutable, validated at construction; build one with {@link #builder()}. {@link #off()} (the
  * default of {@link GatewayService.Options}) leaves the gateway a plain streaming proxy.
  *
- * <p>Units: rates in bytes per second, {@code 0} disables that ceiling (SPEC.md §8); durations as
+ * <p>Units: rates in bytes per second, {@code 0} disables that ceiling (docs/design.md §8); durations as
  * {@link Duration}. Each direction has its own budget: {@code uploadRate} (request bodies) and
  * {@code downloadRate} (response bodies) are the direction's shared ceilings,
  * {@code principalUploadRate} and {@code principalDownloadRate} every principal's default
@@ -38,7 +38,7 @@ import java.util.Objects;
  *                              with a secret) may lie from the gateway's clock, and how far ahead
  *                              a presigned URL may be dated (default 15 minutes, as S3; between
  *                              1 s and 24 h)
- * @param site                  site-wide budgets shared through etcd leases (SPEC.md §10); null = none
+ * @param site                  site-wide budgets shared through etcd leases (docs/design.md §10); null = none
  * @param notSentLowWatermark   the most bytes a client connection's kernel send buffer may hold not yet sent
  *                              ({@code TCP_NOTSENT_LOWAT}, Linux with the native transport), bytes; default
  *                              {@value #DEFAULT_NOT_SENT_LOW_WATERMARK}; 0 = the kernel's own (sysctl
@@ -146,7 +146,7 @@ public record GovernanceSettings(
                 .rate(up ? uploadRate : downloadRate)
                 .principalRate(up ? principalUploadRate : principalDownloadRate)
                 .maxWaitingQuanta(maxWaitingQuanta)
-                // every account plus the anonymous principal: a bounded table (SPEC.md §8)
+                // every account plus the anonymous principal: a bounded table (docs/design.md §8)
                 .maxPrincipals(principals.accounts().size() + 1);
         for (PrincipalDirectory.Account a : principals.accounts()) {
             (up ? a.uploadRate() : a.downloadRate()).ifPresent(r -> b.principalRate(a.id(), r));
@@ -255,7 +255,7 @@ public record GovernanceSettings(
             return this;
         }
 
-        /** Shares site-wide budgets with other gateways through etcd leases (SPEC.md §10); default none. */
+        /** Shares site-wide budgets with other gateways through etcd leases (docs/design.md §10); default none. */
         public Builder site(SiteSettings site) {
             this.site = site;
             return this;

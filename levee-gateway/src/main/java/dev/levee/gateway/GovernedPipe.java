@@ -11,7 +11,7 @@ import java.util.concurrent.CompletionStage;
 
 /**
  * Moves one body through a {@link GovernedStream}: a request body from the client to the backend
- * (upload), or a response body from the backend to the client (download) (SPEC.md §8).
+ * (upload), or a response body from the backend to the client (download) (docs/design.md §8).
  *
  * <h2>Model</h2>
  * The pipe holds <em>credit</em>: bytes the governor has granted and the pipe has not forwarded
@@ -24,7 +24,7 @@ import java.util.concurrent.CompletionStage;
  * permit, not data) and the sink's write queue (Netty's 64 KiB high-water mark) belong to a pipe:
  * about two quanta of data; nothing is buffered whole.
  *
- * <p>Granted bytes are never refunded (ADR 0008): the credit left when a body ends, at most one
+ * <p>Granted bytes are never refunded (docs/design.md §8): the credit left when a body ends, at most one
  * quantum, is lost, which errs on the safe side of the ceiling. Bytes forwarded never exceed bytes
  * granted.
  *

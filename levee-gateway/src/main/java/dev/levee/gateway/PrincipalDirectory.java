@@ -10,7 +10,7 @@ import java.util.OptionalLong;
 
 /**
  * Maps S3 access key ids to principals: the service accounts whose buckets the bandwidth governor
- * and the admission queue keep (SPEC.md §8, ADR 0008). Several keys may belong to one account, so
+ * and the admission queue keep (docs/design.md §8). Several keys may belong to one account, so
  * that rotating a key keeps the account's budget; at most {@value #MAX_KEYS} keys are loaded.
  *
  * <p>Immutable and validated at construction. Load one from the principals file with {@link
@@ -18,7 +18,7 @@ import java.util.OptionalLong;
  */
 public final class PrincipalDirectory {
 
-    /** The most access keys a gateway loads (SPEC.md §8: at most 1000 principals, the loaded keys). */
+    /** The most access keys a gateway loads (docs/design.md §8: at most 1000 principals, the loaded keys). */
     public static final int MAX_KEYS = 1000;
     /** The longest principal (account) id, in characters. */
     public static final int MAX_ID_LENGTH = 128;

@@ -10,14 +10,14 @@ import dev.levee.governor.GovernorStats;
 import java.util.Map;
 
 /**
- * Is the body of {@code GET /health/ready} (SPEC.md §8): readiness and aggregated admission and
+ * Is the body of {@code GET /health/ready} (docs/design.md §8): readiness and aggregated admission and
  * bandwidth counters per class and direction. It never carries principal ids, access keys, paths
  * or object names. Its schema is {@code ReadyResponse} in the repository's {@code openapi.yaml}.
  *
  * @param status           {@code ready}; else (then 503) {@code closing} once shutdown began, {@code failing_open} /
  *                         {@code failing_closed} while enforcement knows no limiter (requests pass or are refused by
  *                         {@code --on-failure}), {@code observer_unreachable} while its last limiter list is kept, {@code site_shares_expired}
- *                         while the site bandwidth shares have expired (SPEC.md §10)
+ *                         while the site bandwidth shares have expired (docs/design.md §10)
  * @param inFlightRequests S3 requests the gateway is handling now
  * @param governance       the governance counters
  * @param clientFaults     requests and connections given up because of their client (issue 10)
@@ -57,7 +57,7 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
      * @param admission  per admission class ({@code mutatingUpload}, {@code download})
      * @param bandwidth  per direction ({@code upload}, {@code download})
      * @param signatures the verification of SigV4 signatures for keys with a secret
-     * @param site       the site leases (SPEC.md §10); absent when the gateway has no site budgets
+     * @param site       the site leases (docs/design.md §10); absent when the gateway has no site budgets
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record GovernanceReport(boolean enabled, Integer accounts, Integer accessKeys, String anonymous,
@@ -78,7 +78,7 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
     }
 
     /**
-     * This gateway's shares of the site budgets (SPEC.md §10): aggregated, no principal ids.
+     * This gateway's shares of the site budgets (docs/design.md §10): aggregated, no principal ids.
      *
      * @param gatewayId      the gateway's id in the site
      * @param budgetKnown    whether a budget has been read from etcd (until then: failing closed)

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * Where and how a gateway shares the site-wide bandwidth budgets with the other gateways (SPEC.md
+ * Where and how a gateway shares the site-wide bandwidth budgets with the other gateways (docs/design.md
  * §10): the etcd cluster that keeps budgets and leases, and the lease timing.
  *
  * @param etcdEndpoints   etcd endpoint URIs, not empty

@@ -20,7 +20,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Connects a gateway's governors to its {@link ShareKeeper} (SPEC.md §10): estimates demand from
+ * Connects a gateway's governors to its {@link ShareKeeper} (docs/design.md §10): estimates demand from
  * the governors' usage, and turns shares into governor rates.
  *
  * <h2>Rates</h2>

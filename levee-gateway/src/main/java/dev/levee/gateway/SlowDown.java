@@ -4,7 +4,7 @@ import java.util.UUID;
 
 /**
  * Builds S3 error bodies (AWS S3 REST error responses): {@code 503 SlowDown} for refusals
- * (SPEC.md §1 step 5) and other codes for gateway failures.
+ * (docs/design.md §1 step 5) and other codes for gateway failures.
  */
 public final class SlowDown {
 

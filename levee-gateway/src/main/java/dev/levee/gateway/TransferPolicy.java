@@ -5,7 +5,7 @@ import dev.levee.governor.AdmissionClass;
 
 /**
  * Decides which bodies of an S3 operation are charged to the bandwidth governors and which
- * admission class it takes (SPEC.md §8, issue 6). Pure.
+ * admission class it takes (docs/design.md §8, issue 6). Pure.
  *
  * <ul>
  *   <li><b>Upload bytes</b>: every request body is charged, except those of {@code CopyObject},

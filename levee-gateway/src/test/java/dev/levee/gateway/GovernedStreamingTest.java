@@ -21,7 +21,7 @@ import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 
 /**
- * Streaming through the governors against a stand-in backend (SPEC.md §8, issue 6): bodies pass
+ * Streaming through the governors against a stand-in backend (docs/design.md §8, issue 6): bodies pass
  * byte for byte (aws-chunked framing included), and back-pressure reaches the client's and the
  * backend's TCP connections rather than filling the gateway's memory.
  */

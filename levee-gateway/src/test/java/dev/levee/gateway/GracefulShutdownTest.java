@@ -20,7 +20,7 @@ import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 
 /**
- * Stopping the gateway during transfers (issue 10, defect 4; SPEC.md §8 preClose): in-flight
+ * Stopping the gateway during transfers (issue 10, defect 4; docs/design.md §8 preClose): in-flight
  * transfers, governed or not, complete byte for byte within the deadline and the stop returns as
  * soon as they are done; a transfer longer than the deadline is cut at it; new connections are
  * refused while the gateway drains.

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@code GET /health/ready} of a running gateway (SPEC.md §8, issue 6): bearer token, and real
+ * {@code GET /health/ready} of a running gateway (docs/design.md §8, issue 6): bearer token, and real
  * responses validated against {@code ReadyResponse} of the repository's {@code openapi.yaml}
  * with a JSON-schema validator; no principal id, key, path or object name in them.
  */
@@ -126,7 +126,7 @@ class ReadyEndpointTest {
             assertThat(after.at("/governance/bandwidth/download/openStreams").asInt()).isZero();
             assertThat(after.at("/governance/bandwidth/download/waitingQuanta").asInt()).isZero();
             // the waiting quantum is cancelled (1), unless a grant landed between the disconnect and the
-            // gateway seeing it: then it was spent, never refunded (ADR 0008), and nothing waited (0)
+            // gateway seeing it: then it was spent, never refunded (docs/design.md §8), and nothing waited (0)
             assertThat(after.at("/governance/bandwidth/download/cancellations").asLong()).isBetween(0L, 1L);
         });
     }

@@ -2,7 +2,7 @@ package dev.levee.governor;
 
 /**
  * Configures an {@link AdmissionQueue}: requests in flight per principal and class, and the
- * bounds on waiting (SPEC.md §8, ADR 0008). Immutable, validated at construction.
+ * bounds on waiting (docs/design.md §8). Immutable, validated at construction.
  *
  * @param maxUploadsPerPrincipal   mutating uploads in flight per principal; default 1
  * @param maxDownloadsPerPrincipal downloads in flight per principal; default {@code min(4, maxDownloads)}
@@ -16,7 +16,7 @@ public record AdmissionConfig(
         int maxWaiters,
         long waitTimeoutNanos) {
 
-    /** The default mutating uploads in flight per principal: 1 (SPEC.md §8). */
+    /** The default mutating uploads in flight per principal: 1 (docs/design.md §8). */
     public static final int DEFAULT_MAX_UPLOADS_PER_PRINCIPAL = 1;
     /** The cap of the default downloads in flight per principal: {@code min(4, maxDownloads)}. */
     public static final int DEFAULT_MAX_DOWNLOADS_PER_PRINCIPAL = 4;
@@ -47,7 +47,7 @@ public record AdmissionConfig(
     }
 
     /**
-     * Returns the defaults of SPEC.md §8 for a gateway that allows {@code maxDownloads}
+     * Returns the defaults of docs/design.md §8 for a gateway that allows {@code maxDownloads}
      * downloads: 1 mutating upload and {@code min(4, maxDownloads)} downloads per principal,
      * {@value #DEFAULT_MAX_WAITERS} waiters, a 10 s timeout.
      *

@@ -5,7 +5,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletionStage;
 
 /**
- * Limits the requests in flight per principal and {@link AdmissionClass} (SPEC.md §8, ADR 0008):
+ * Limits the requests in flight per principal and {@link AdmissionClass} (docs/design.md §8):
  * by default one mutating upload and {@code min(4, maxDownloads)} downloads.
  *
  * <p>A request over its principal's limit waits in that principal's FIFO for its class, so a

@@ -2,7 +2,7 @@ package dev.levee.governor;
 
 /**
  * Reports an {@link AdmissionQueue}'s aggregated counters, for {@code GET /health/ready}
- * (SPEC.md §8); no principal ids. Gauges are values at the time of the snapshot, counters are
+ * (docs/design.md §8); no principal ids. Gauges are values at the time of the snapshot, counters are
  * totals since creation.
  *
  * @param inFlightUploads   mutating uploads admitted and not yet released (gauge)

@@ -2,7 +2,7 @@ package dev.levee.governor;
 
 /**
  * Signals that a request waited in the {@link AdmissionQueue} for the configured timeout without
- * being admitted (SPEC.md §8).
+ * being admitted (docs/design.md §8).
  */
 public final class AdmissionTimeoutException extends RefusedException {
 

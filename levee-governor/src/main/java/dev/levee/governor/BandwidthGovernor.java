@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * Shapes the bytes of one direction (upload or download) so that neither the direction nor any
- * principal exceeds its rate, however many parallel streams it opens (SPEC.md §8, ADR 0008).
+ * principal exceeds its rate, however many parallel streams it opens (docs/design.md §8).
  *
  * <p>Each content chunk passes two token buckets at once: the direction's shared bucket and the
  * bucket of the chunk's principal (the service-account id behind the access key). For any window
@@ -43,7 +43,7 @@ public interface BandwidthGovernor extends AutoCloseable {
 
     /**
      * Creates a governor that refuses quanta whenever {@code ownership} answers {@code false}
-     * (fencing, SPEC.md §8). Every bucket starts full.
+     * (fencing, docs/design.md §8). Every bucket starts full.
      *
      * @param config    the configuration
      * @param ticker    the monotonic clock, nanoseconds
@@ -93,12 +93,12 @@ public interface BandwidthGovernor extends AutoCloseable {
 
     /**
      * Returns whether the last scheduling pass found a grantable quantum but granted nothing
-     * because the budget was not owned (fenced; SPEC.md §10).
+     * because the budget was not owned (fenced; docs/design.md §10).
      */
     boolean stalled();
 
     /**
-     * Visits every principal's usage under the governor's lock, for a demand estimate (SPEC.md
+     * Visits every principal's usage under the governor's lock, for a demand estimate (docs/design.md
      * §10). The visitor must be quick and must not call back into the governor.
      *
      * @param visitor called once per principal known to the governor

@@ -10,7 +10,7 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Implements {@link BandwidthGovernor} for one direction: two levels of token buckets and a
- * deficit-round-robin scheduler over principals (SPEC.md §8, ADR 0008).
+ * deficit-round-robin scheduler over principals (docs/design.md §8).
  *
  * <h2>Buckets</h2>
  * There is one bucket for the direction (shared) and one per principal. A bucket of rate {@code R}
@@ -22,7 +22,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * 10 GB/s becomes full without forming {@code dt × R} (which would overflow). A grant of {@code n}
  * bytes needs {@code n × 10⁹} nano-bytes in <em>both</em> buckets and debits both; credit never goes
  * negative. Hence, for any window {@code [s, e]}: granted ≤ credit(s) + R × (e − s) ≤ burst +
- * R × (e − s) — the ceiling of SPEC.md §8 for windows that start at creation (buckets start full)
+ * R × (e − s) — the ceiling of docs/design.md §8 for windows that start at creation (buckets start full)
  * or at a full bucket, and in fact for every window. A bucket of rate 0 is disabled: it always pays.
  *
  * <h2>Requests and quanta</h2>
@@ -82,7 +82,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * false, a new stream is refused with {@link OwnershipLostException} (the gateway answers
  * {@code 503 SlowDown}) and nothing is granted: requests of open streams wait, so their transfers
  * stall under back-pressure, and resume when the owner calls {@link #reconfigure} (or {@link
- * #wake}) after regaining the budget — never granted unlimited (SPEC.md §8, §10). A bucket of rate
+ * #wake}) after regaining the budget — never granted unlimited (docs/design.md §8, §10). A bucket of rate
  * {@link GovernorConfig#HELD} likewise grants nothing until its rate changes. {@link #close()}
  * fails every waiting request with {@link GovernorClosedException}, cancels the timer and refuses
  * everything later.

@@ -5,7 +5,7 @@ import java.util.concurrent.CompletionStage;
 /**
  * Acquires bandwidth for one transfer (one request body or response body) of one principal.
  *
- * <p>A stream allows <b>one outstanding request at a time</b> (SPEC.md §8): start the next only
+ * <p>A stream allows <b>one outstanding request at a time</b> (docs/design.md §8): start the next only
  * after the previous one has completed; otherwise {@link IllegalStateException}. A request for
  * more than one quantum is granted quantum by quantum and completes when all of its bytes are
  * granted; while it waits it counts as one waiting quantum. Bytes granted are never refunded,

@@ -2,7 +2,7 @@ package dev.levee.governor;
 
 /**
  * Signals that a {@link BandwidthGovernor} or an {@link AdmissionQueue} is closed: waiting
- * requests fail with it at {@code close()}, later requests at once (SPEC.md §8, {@code preClose}).
+ * requests fail with it at {@code close()}, later requests at once (docs/design.md §8, {@code preClose}).
  */
 public final class GovernorClosedException extends RefusedException {
 

@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * Configures one {@link BandwidthGovernor}: the direction's rate, the principals' rates and the
- * bounds (SPEC.md §8, ADR 0008). Immutable and validated at construction; a governor takes a new
+ * bounds (docs/design.md §8). Immutable and validated at construction; a governor takes a new
  * one atomically through {@link BandwidthGovernor#reconfigure}.
  *
  * <p>Every rate is in bytes per second; {@code 0} disables that ceiling, {@link #HELD} ({@code -1})
@@ -25,7 +25,7 @@ import java.util.Objects;
  * @param maxPrincipals               capacity of the principal table; default {@value #DEFAULT_MAX_PRINCIPALS}
  * @param sharedBurstCap              the largest burst of the shared bucket, bytes, in [1, 1 MiB]; default
  *                                    1 MiB. A gateway holding a share of a site budget lowers it, so that the
- *                                    gateways' bursts together stay within 5 % of the budget (SPEC.md §10)
+ *                                    gateways' bursts together stay within 5 % of the budget (docs/design.md §10)
  */
 public record GovernorConfig(
         Direction direction,
@@ -46,12 +46,12 @@ public record GovernorConfig(
     public static final long MAX_RATE_BYTES_PER_SECOND = 1L << 40;
     /**
      * A rate meaning "held": the bucket grants nothing until its rate changes, and its requests
-     * wait. A gateway uses it for a site-wide share it has not obtained yet (SPEC.md §10).
+     * wait. A gateway uses it for a site-wide share it has not obtained yet (docs/design.md §10).
      */
     public static final long HELD = -1;
-    /** The default bound on waiting quanta per direction: 256 (SPEC.md §8). */
+    /** The default bound on waiting quanta per direction: 256 (docs/design.md §8). */
     public static final int DEFAULT_MAX_WAITING_QUANTA = 256;
-    /** The default capacity of the principal table: 1000 (SPEC.md §8). */
+    /** The default capacity of the principal table: 1000 (docs/design.md §8). */
     public static final int DEFAULT_MAX_PRINCIPALS = 1000;
 
     /**

@@ -2,7 +2,7 @@ package dev.levee.governor;
 
 /**
  * Reports a {@link BandwidthGovernor}'s aggregated counters, for {@code GET /health/ready}
- * (SPEC.md §8). Carries no principal ids, keys, paths or object names. Counters are totals since
+ * (docs/design.md §8). Carries no principal ids, keys, paths or object names. Counters are totals since
  * the governor was created; gauges are values at the time of the snapshot.
  *
  * @param direction             the direction

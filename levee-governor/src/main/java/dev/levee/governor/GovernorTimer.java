@@ -15,7 +15,7 @@ package dev.levee.governor;
  * 1 GiB/s in 64 KiB quanta an exact timer wakes 16 384 times a second). Keep the resolution well
  * below {@code burst / rate} (about 1 ms at 1 GiB/s): a bucket holds at most one burst, so a later
  * wake-up forfeits refill and the achieved rate drops below the ceiling. A task that runs after {@link Cancellable#cancel()} is harmless. It must not throw:
- * close the governor and the admission queue before the timer stops (SPEC.md §8, {@code preClose}).
+ * close the governor and the admission queue before the timer stops (docs/design.md §8, {@code preClose}).
  */
 @FunctionalInterface
 public interface GovernorTimer {

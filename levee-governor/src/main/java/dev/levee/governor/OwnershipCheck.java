@@ -1,7 +1,7 @@
 package dev.levee.governor;
 
 /**
- * Answers whether this process still owns its bandwidth budget (fencing, SPEC.md §8 and §10).
+ * Answers whether this process still owns its bandwidth budget (fencing, docs/design.md §8 and §10).
  *
  * <p>A {@link BandwidthGovernor} consults it when a request arrives and before each grant; while
  * it answers {@code false}, requests are refused with {@link OwnershipLostException} — the

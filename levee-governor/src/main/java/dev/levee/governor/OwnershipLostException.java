@@ -2,7 +2,7 @@ package dev.levee.governor;
 
 /**
  * Signals that a quantum was refused because the process does not own its bandwidth budget
- * (fencing: {@link OwnershipCheck} answered {@code false}; SPEC.md §8). The governor never grants
+ * (fencing: {@link OwnershipCheck} answered {@code false}; docs/design.md §8). The governor never grants
  * unlimited in that state.
  */
 public final class OwnershipLostException extends RefusedException {

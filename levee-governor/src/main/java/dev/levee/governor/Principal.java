@@ -26,7 +26,7 @@ final class Principal {
     Principal prev;
     Principal next;
 
-    /** Bytes granted to this principal since it was created (for demand estimates, SPEC.md §10). */
+    /** Bytes granted to this principal since it was created (for demand estimates, docs/design.md §10). */
     long grantedBytes;
     /** Of those, bytes granted to requests that had to wait (queued rather than fast path). */
     long waitedBytes;

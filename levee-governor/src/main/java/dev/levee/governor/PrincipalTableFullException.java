@@ -2,7 +2,7 @@ package dev.levee.governor;
 
 /**
  * Signals that a {@link BandwidthGovernor} refused a principal it has not seen because its table
- * of principals is full (1000 by default, SPEC.md §8). Existing principals are never evicted.
+ * of principals is full (1000 by default, docs/design.md §8). Existing principals are never evicted.
  */
 public final class PrincipalTableFullException extends RefusedException {
 

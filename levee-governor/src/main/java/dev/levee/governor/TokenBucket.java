@@ -108,7 +108,7 @@ final class TokenBucket {
      * while disabled were bounded by nothing of its own, so a full bucket on top would be one more
      * burst in the same window (issue 22: a principal given a site ceiling exceeded it by its burst);
      * starting empty, it grants at most {@code rate × t} in any window of length {@code t} after the
-     * change, and a site share just obtained earns its bytes (SPEC.md §10).
+     * change, and a site share just obtained earns its bytes (docs/design.md §10).
      */
     void setRate(long newRate, long now) {
         setRate(newRate, newRate > 0 ? GovernorConfig.burstBytes(newRate) : 0, now);

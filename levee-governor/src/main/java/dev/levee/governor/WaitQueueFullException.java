@@ -3,7 +3,7 @@ package dev.levee.governor;
 /**
  * Signals that a request was refused at once because the wait queue is full: 256 waiting quanta
  * per {@link BandwidthGovernor} direction by default, or the {@link AdmissionQueue}'s bound on
- * waiters (SPEC.md §8).
+ * waiters (docs/design.md §8).
  */
 public final class WaitQueueFullException extends RefusedException {
 

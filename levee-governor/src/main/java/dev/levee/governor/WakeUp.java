@@ -3,7 +3,7 @@ package dev.levee.governor;
 import java.util.function.Consumer;
 
 /**
- * Holds the one armed wake-up of a governor direction or an admission queue (SPEC.md §8: one timer per
+ * Holds the one armed wake-up of a governor direction or an admission queue (docs/design.md §8: one timer per
  * direction): armed for the earliest moment anything can happen, re-armed only when that moment
  * moves earlier, so that a burst of requests never schedules more than one timer task.
  *

@@ -1,6 +1,6 @@
 /**
  * Shapes bytes per second and limits requests in flight per principal, for the streaming
- * gateway (SPEC.md §8, ADR 0008).
+ * gateway (docs/design.md §8).
  *
  * <p>Two pure libraries live here:
  * <ul>

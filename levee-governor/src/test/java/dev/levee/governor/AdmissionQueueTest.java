@@ -16,7 +16,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
-/** Per-principal admission (SPEC.md §8, ADR 0008) on a fake clock and fake timer. */
+/** Per-principal admission (docs/design.md §8) on a fake clock and fake timer. */
 class AdmissionQueueTest {
 
     private final FakeClock clock = new FakeClock(Long.MAX_VALUE - SEC);

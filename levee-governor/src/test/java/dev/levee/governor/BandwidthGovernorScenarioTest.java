@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
- * Reproduces the acceptance scenarios of issue 5 (SPEC.md §8, ADR 0008) on a fake clock and fake
+ * Reproduces the acceptance scenarios of issue 5 (docs/design.md §8) on a fake clock and fake
  * timer: whole timelines, no sleeps. Clocks start near {@link Long#MAX_VALUE} or below zero so
  * that times wrap during the tests.
  */

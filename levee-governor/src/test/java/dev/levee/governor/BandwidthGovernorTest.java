@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
-/** Behaviour of {@link BandwidthGovernor} piece by piece (SPEC.md §8, ADR 0008), on a fake clock. */
+/** Behaviour of {@link BandwidthGovernor} piece by piece (docs/design.md §8), on a fake clock. */
 class BandwidthGovernorTest {
 
     private final FakeClock clock = new FakeClock(Long.MAX_VALUE - 2 * SEC);

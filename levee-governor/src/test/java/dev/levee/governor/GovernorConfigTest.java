@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-/** Derived values and validation of {@link GovernorConfig} and {@link AdmissionConfig} (SPEC.md §8). */
+/** Derived values and validation of {@link GovernorConfig} and {@link AdmissionConfig} (docs/design.md §8). */
 class GovernorConfigTest {
 
     @ParameterizedTest(name = "rate {0} B/s → burst {1} B")

@@ -23,7 +23,7 @@ import net.jqwik.api.constraints.Size;
 
 /**
  * Invariants of the governor and the admission queue for arbitrary sequences of requests, sizes,
- * principals, cancellations and idle gaps, and arbitrary clock origins (SPEC.md §8, ADR 0008).
+ * principals, cancellations and idle gaps, and arbitrary clock origins (docs/design.md §8).
  */
 class GovernorProperties {
 

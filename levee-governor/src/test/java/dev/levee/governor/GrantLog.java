@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Records every grant through the governor's test seam and checks the ceiling of SPEC.md §8:
+ * Records every grant through the governor's test seam and checks the ceiling of docs/design.md §8:
  * for every window [s, e] of grant times, bytes granted ≤ burst + rate × (e − s). The governor
  * calls {@link #granted} under its lock, so the list needs no other synchronisation; read it after
  * the governor's lock was last taken (e.g. after {@code stats()} or {@code close()}).

@@ -7,7 +7,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
 
-/** Exact integer refill, clamping and rate changes of one bucket (SPEC.md §8). */
+/** Exact integer refill, clamping and rate changes of one bucket (docs/design.md §8). */
 class TokenBucketTest {
 
     static final long SEC = 1_000_000_000L;

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * {@link EtcdShareStore} against a real etcd (SPEC.md §10): the guard, the entry-revision condition
+ * {@link EtcdShareStore} against a real etcd (docs/design.md §10): the guard, the entry-revision condition
  * that refuses a late write (found by ShareKeeperModelTest), and writes under a revoked lease.
  */
 class EtcdShareStoreIT {

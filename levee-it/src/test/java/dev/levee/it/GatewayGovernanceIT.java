@@ -62,7 +62,7 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
 import software.amazon.awssdk.services.s3.presigner.S3Presigner;
 
 /**
- * The gateway's bandwidth governors and admission queues on real S3 transfers (SPEC.md §8,
+ * The gateway's bandwidth governors and admission queues on real S3 transfers (docs/design.md §8,
  * issue 6): S3Proxy as the backend with several access keys, the AWS SDK v2 (Apache HTTP client,
  * retries off) as the clients, everything on loopback. Rates are measured from the bytes the
  * clients receive or send over time. Each group starts its own backend and gateway.
@@ -505,7 +505,7 @@ class GatewayGovernanceIT {
             System.out.printf("download released %d ms after the client went away%n", (System.nanoTime() - gone) / 1_000_000);
             // awaitIdle proved the slot, the stream and its waiting quantum are gone. The quantum is
             // cancelled when it is still waiting as the gateway sees the disconnect (+1); a grant that
-            // lands in between (one every ~100 ms here) is spent instead, never refunded (ADR 0008), and
+            // lands in between (one every ~100 ms here) is spent instead, never refunded (docs/design.md §8), and
             // the pipe is then waiting for the client's socket to drain, which nothing cancels (+0).
             assertThat(rig.download().cancellations()).isBetween(cancelled, cancelled + 1);
         }
@@ -798,7 +798,7 @@ class GatewayGovernanceIT {
     // ------------------------------------------------------------------------------------------
 
     /**
-     * Shutdown during transfers (SPEC.md §8 preClose, issue 10 defect 4): the queued request is
+     * Shutdown during transfers (docs/design.md §8 preClose, issue 10 defect 4): the queued request is
      * refused at once, the in-flight transfers keep their permits and complete byte for byte, and
      * the stop returns as soon as they are done, well before its deadline.
      */

@@ -53,7 +53,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
 import software.amazon.awssdk.services.s3.presigner.S3Presigner;
 
 /**
- * The whole chain of SPEC.md §1 with a real NGINX (issue 4): AWS SDK v2 → NGINX (rate.lua) →
+ * The whole chain of docs/design.md §1 with a real NGINX (issue 4): AWS SDK v2 → NGINX (rate.lua) →
  * S3Proxy, with levee-client, the observer and the limiters of a {@link LocalStack} deciding. The
  * gateway's own check is off, and a second NGINX server sends its accepted requests through the
  * gateway as {@code levee demo --nginx} does; a third refuses on failure ({@code on_failure deny}).

@@ -14,7 +14,7 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
-/** With the observer gone, clients keep the last good limiter list and decisions go on (SPEC.md §7). */
+/** With the observer gone, clients keep the last good limiter list and decisions go on (docs/design.md §7). */
 class ObserverOutageIT {
 
     @Test

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Accuracy of one quota across the cluster (issue 12): 5 000 req/s for one bucket over four limiters (factor 4,
  * each deciding with rate / 4), driven through levee-client's {@code GET /v1/s3check} by 100 connections in a
- * closed loop. Over the run the admitted count stays within SPEC.md §5's bound {@code rate × t + g × burst + g}
+ * closed loop. Over the run the admitted count stays within docs/design.md §5's bound {@code rate × t + g × burst + g}
  * and, when more than the rate could be offered, at or above 97 % of {@code rate × t} (a machine too slow to
  * offer the rate aborts that part of the test with the rate it reached).
  */
@@ -164,7 +164,7 @@ class QuotaAccuracyIT {
                         + " %.1f %% of rate × t), rejected %d, other %d; bound %.0f%n", CONNECTIONS, offered, r[0], t,
                 r[0] / t, 100 * r[0] / (RATE * t), r[1], r[2], upper);
         assertThat(r[2]).as("checks failed").isZero();
-        assertThat((double) r[0]).as("admitted ≤ rate × t + g × burst + g (SPEC §5)").isLessThanOrEqualTo(upper);
+        assertThat((double) r[0]).as("admitted ≤ rate × t + g × burst + g (docs/design.md §5)").isLessThanOrEqualTo(upper);
         // the floor needs load clearly over the rate in every second: closed loop at 1.02 x the rate on average
         // (fresh-clone run, 2026-12-01: 5117/s offered) still dips below it in some seconds, on some group member,
         // and that allowance is lost (94.1 % admitted). A machine that cannot offer 1.5 x says so (aborted, not passed)

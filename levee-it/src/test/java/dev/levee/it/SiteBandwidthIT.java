@@ -34,7 +34,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * Issue 11's acceptance: three {@code levee gateway} processes share one site download budget
- * B = 30 MiB/s through leases in a three-member etcd cluster (SPEC.md §10, docs/site-bandwidth.md).
+ * B = 30 MiB/s through leases in a three-member etcd cluster (docs/design.md §10, docs/site-bandwidth.md).
  * Each gateway's clients (AWS SDK v2) want 5 / 20 / 40 MiB/s. Bytes are counted where they leave the
  * gateways (an egress proxy in front of each), in 1 s windows. Every scenario also asserts: bytes in
  * any 1 s window ≤ 1.05 × B + one quantum per stream, and Σ live shares in etcd ≤ B at every
@@ -309,7 +309,7 @@ class SiteBandwidthIT {
                 .until(() -> site.gateway(2).ready().at("/governance/site/directions/download/failingClosed").asBoolean());
         long closed = System.nanoTime();
         long egressAtClose = site.gateway(2).egressBytes();
-        // and says so at once (SPEC.md §11: a degraded state is loud), not only once etcd answers again
+        // and says so at once (docs/design.md §11: a degraded state is loud), not only once etcd answers again
         await("g2 warns that it fails closed").atMost(Duration.ofSeconds(3)).pollInterval(Duration.ofMillis(100))
                 .until(() -> java.nio.file.Files.readString(DIR.resolve("g2.log"))
                         .contains("failing closed on the site bandwidth budget: download"));

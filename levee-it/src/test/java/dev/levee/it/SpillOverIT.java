@@ -34,7 +34,7 @@ import org.junit.jupiter.api.Test;
  * exactly the two that are killed (the fault suite of issue 10). The observer keeps listing all four —
  * the window before it drops dead limiters — so without spill-over every check for that bucket fails.
  * With it, the next two limiters by rank decide with the group's {@code g = 2}, and what they admit stays
- * within SPEC.md §5's bound {@code rate × t + g × burst} (+ one request per limiter for rounding).
+ * within docs/design.md §5's bound {@code rate × t + g × burst} (+ one request per limiter for rounding).
  */
 class SpillOverIT {
 
@@ -141,7 +141,7 @@ class SpillOverIT {
     @Test
     void quotaHoldsAcrossTheKillOfTheGroupWithinTwoBurstsOfSlack() throws Exception {
         // the group decides, then dies in the middle of the run; the next two start from a full state, the
-        // same bounded burst as when the observer drops the dead ones (SPEC §2: state lost, bounded burst)
+        // same bounded burst as when the observer drops the dead ones (docs/design.md §2: state lost, bounded burst)
         Thread killer = Thread.ofVirtual().start(() -> {
             try {
                 TimeUnit.MILLISECONDS.sleep(1500); // a fixed point of the run, not synchronisation

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * The body of {@code POST /v1/check}: one classified S3 request and the group size it was routed
- * with (SPEC.md §1 step 3, §5).
+ * with (docs/design.md §1 step 3, §5).
  *
  * @param resource  bucket name, {@code ""} for service-level requests; ≤ 1024 bytes UTF-8
  * @param key       object key (decoded), {@code ""} when none; ≤ 1024 bytes UTF-8

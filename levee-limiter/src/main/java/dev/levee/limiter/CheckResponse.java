@@ -1,9 +1,9 @@
 package dev.levee.limiter;
 
 /**
- * The body of a check answer (SPEC.md §1 step 4): 200 accepted, 429 rejected, 500 failed.
+ * The body of a check answer (docs/design.md §1 step 4): 200 accepted, 429 rejected, 500 failed.
  *
- * <p>The fields describe the <em>enforced</em> quota (SPEC.md §4 without the shadow quotas,
+ * <p>The fields describe the <em>enforced</em> quota (docs/design.md §4 without the shadow quotas,
  * {@link dev.levee.quota.QuotaConfig#resolveEnforced}); a shadow quota that matched the request is reported in
  * {@code shadow} only (docs/decisions.md, "Shadow quotas"). When only shadow quotas apply the answer is
  * {@code accepted} with {@code level} and {@code limitKey} null.

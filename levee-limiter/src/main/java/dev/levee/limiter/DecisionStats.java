@@ -343,7 +343,7 @@ public final class DecisionStats {
     }
 
     /**
-     * The quota entry a rule key names (the limit-key forms of SPEC.md §6 without a wildcard entry's
+     * The quota entry a rule key names (the limit-key forms of docs/design.md §6 without a wildcard entry's
      * object key): {@code default:R}, {@code methods_default:R#Op}, {@code resource:R},
      * {@code prefix:R/p} and {@code prefix:R/p#Op} (a method entry when the suffix names an S3 operation).
      */

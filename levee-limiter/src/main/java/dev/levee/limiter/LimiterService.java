@@ -36,7 +36,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Decides checks: resolves the quota (SPEC.md §4), divides its rate by the group size {@code g}
+ * Decides checks: resolves the quota (docs/design.md §4), divides its rate by the group size {@code g}
  * (§5) and applies GCRA (§6) on the key's state, held in a bounded {@link GcraTable}.
  *
  * <p>API: {@code POST /v1/check} with a {@link CheckRequest} → 200 accepted / 429 rejected (with

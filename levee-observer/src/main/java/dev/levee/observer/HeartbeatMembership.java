@@ -10,7 +10,7 @@ import java.util.regex.Pattern;
 
 /**
  * Tracks limiter membership from heartbeats, expiring members whose last heartbeat is older than
- * the TTL (SPEC.md §7, embedded default without etcd). Pure: time comes from the injected ticker.
+ * the TTL (docs/design.md §7, embedded default without etcd). Pure: time comes from the injected ticker.
  *
  * <p>The revision increases by one on every change of the list (join, leave, expiry, address
  * change) and of the factor, so clients can tell whether their cached list is current.

@@ -1,7 +1,7 @@
 package dev.levee.observer;
 
 /**
- * One active limiter as the observer lists it (SPEC.md §7).
+ * One active limiter as the observer lists it (docs/design.md §7).
  *
  * @param id      the limiter's stable id (the HRW member id)
  * @param address {@code host:port} where clients send checks

@@ -3,7 +3,7 @@ package dev.levee.observer;
 import java.util.List;
 
 /**
- * The observer's answer to {@code GET /v1/limiters} (SPEC.md §7).
+ * The observer's answer to {@code GET /v1/limiters} (docs/design.md §7).
  *
  * @param revision  increases whenever the list or the factor changes
  * @param factor    the group factor DF, ≥ 1

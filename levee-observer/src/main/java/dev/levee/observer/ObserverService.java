@@ -17,7 +17,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Serves the list of active limiters (SPEC.md §7), from heartbeats in the embedded default.
+ * Serves the list of active limiters (docs/design.md §7), from heartbeats in the embedded default.
  *
  * <p>API: {@code POST /v1/heartbeat {"id","address"}} → 204; {@code DELETE /v1/limiters/<id>} →
  * 204/404; {@code GET /v1/limiters} → {@code {revision, factor, limiters:[{id,address}], incarnation,

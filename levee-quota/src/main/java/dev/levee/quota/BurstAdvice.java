@@ -15,7 +15,7 @@ import java.util.Map;
  * the rate"; issue 22 item 7, issue 26 item 2).
  *
  * <p>A burst holds the rate when it is at least {@link GcraLimit#minimumBurst}: its tolerance absorbs
- * {@link GcraLimit#ARRIVAL_SPREAD_NS} of bunched arrivals. A smaller burst is legal (SPEC.md §4: any integer ≥ 0) and
+ * {@link GcraLimit#ARRIVAL_SPREAD_NS} of bunched arrivals. A smaller burst is legal (docs/design.md §4: any integer ≥ 0) and
  * is never refused; it is reported. Pure: no I/O.
  */
 public final class BurstAdvice {
@@ -43,7 +43,7 @@ public final class BurstAdvice {
     }
 
     /**
-     * The burst of SPEC.md §4's formula as {@code levee quota calc} prints it: {@code rate / DF × 0.1} rounded half up,
+     * The burst of docs/design.md §4's formula as {@code levee quota calc} prints it: {@code rate / DF × 0.1} rounded half up,
      * at least 1 (docs/decisions.md). Whenever it is 2 or more it holds the rate ({@link GcraLimit#ARRIVAL_SPREAD_NS}
      * is chosen so); 1 never does.
      *

@@ -36,7 +36,7 @@ final class LimitKeys {
     /**
      * Picks the configured operation whose quota applies to {@code op} at one level:
      * {@code op} itself, or {@code ListObjects} for {@code ListObjectsV2} when only
-     * {@code ListObjects} is configured there (SPEC.md §4).
+     * {@code ListObjects} is configured there (docs/design.md §4).
      *
      * @return the configured operation, or {@code null} when none applies
      */

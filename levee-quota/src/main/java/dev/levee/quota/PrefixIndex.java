@@ -134,7 +134,7 @@ final class PrefixIndex {
         return byOp;
     }
 
-    /** Applies SPEC.md §4 steps 1–4 to a request of this resource. */
+    /** Applies docs/design.md §4 steps 1–4 to a request of this resource. */
     ResolvedQuota resolve(String key, S3Operation op) {
         int at = longestMatch(key);
         if (at >= 0) {

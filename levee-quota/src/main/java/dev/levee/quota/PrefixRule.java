@@ -7,7 +7,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Holds one entry of a resource's {@code prefixes} list (SPEC.md §4).
+ * Holds one entry of a resource's {@code prefixes} list (docs/design.md §4).
  *
  * <p>This record only carries data: the syntax of {@code prefix} (a single trailing {@code *}),
  * the presence of a quota or methods, and the operations used are checked by

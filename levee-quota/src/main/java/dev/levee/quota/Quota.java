@@ -1,10 +1,10 @@
 package dev.levee.quota;
 
 /**
- * A rate limit: a sustained {@code rate} and a {@code burst} allowance (SPEC.md §4).
+ * A rate limit: a sustained {@code rate} and a {@code burst} allowance (docs/design.md §4).
  *
  * <p>The limiter divides {@code rate} by the size of the limiter group and keeps {@code burst}
- * per limiter (SPEC.md §5); this record holds the configured, undivided values.
+ * per limiter (docs/design.md §5); this record holds the configured, undivided values.
  *
  * @param rate  sustained rate in requests per second; finite and ≥ 0; {@code 0} blocks every
  *              request. Decimal values such as {@code 27.5} are allowed; {@code -0.0} is stored

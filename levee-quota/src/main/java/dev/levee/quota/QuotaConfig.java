@@ -13,7 +13,7 @@ import java.util.Set;
 
 /**
  * Holds one validated snapshot of the quota configuration and resolves which quota, and which
- * counter, applies to a request (SPEC.md §4).
+ * counter, applies to a request (docs/design.md §4).
  *
  * <h2>Model</h2>
  * A configuration has a group factor DF ({@link #factor()}), a {@link #defaultQuota() default}
@@ -43,7 +43,7 @@ import java.util.Set;
  * At every level where operations are listed, {@code ListObjects} also covers
  * {@code ListObjectsV2} unless {@code ListObjectsV2} is listed there itself; the two then share
  * the {@code ListObjects} counter. {@link S3Operation#Unknown} cannot be listed, so unclassified
- * requests fall to the entry's or the resource's quota (SPEC.md §3). Matching is exact and
+ * requests fall to the entry's or the resource's quota (docs/design.md §3). Matching is exact and
  * case-sensitive on the decoded key, character by character, without Unicode normalisation.
  * The counter of each answer is named by {@link ResolvedQuota#limitKey()}.
  *
@@ -73,7 +73,7 @@ import java.util.Set;
  *       work only in map operations (one new {@code index} map), milliseconds rather than seconds for
  *       100 000 buckets (docs/BENCHMARKS.md, "Large quota configurations").</li>
  * </ul>
- * Sharing does not weaken SPEC.md §4: a snapshot is never modified after its constructor returns,
+ * Sharing does not weaken docs/design.md §4: a snapshot is never modified after its constructor returns,
  * shared entries are immutable, and a new snapshot is a new object that the source swaps in with one
  * volatile write, so a decision that read one snapshot sees only that version. Validation stays whole:
  * a build with any invalid part throws and produces no snapshot, so the last good one stays in force.
@@ -251,7 +251,7 @@ public final class QuotaConfig {
      * @param methodsDefault quotas per operation for every resource; may be empty
      * @param resources      quotas per resource (bucket) name; may be empty
      * @return the configuration
-     * @throws QuotaConfigException if any rule of SPEC.md §4 or {@link QuotaRules} is broken
+     * @throws QuotaConfigException if any rule of docs/design.md §4 or {@link QuotaRules} is broken
      * @throws NullPointerException if a map is or contains {@code null}
      */
     public static QuotaConfig of(int factor, Quota defaultQuota, Map<S3Operation, Quota> methodsDefault,
@@ -270,7 +270,7 @@ public final class QuotaConfig {
     }
 
     /**
-     * Returns the group factor DF: the number of limiters that share a resource (SPEC.md §5).
+     * Returns the group factor DF: the number of limiters that share a resource (docs/design.md §5).
      *
      * @return DF, ≥ 1
      */
@@ -306,7 +306,7 @@ public final class QuotaConfig {
     }
 
     /**
-     * Resolves the quota and counter for a request (SPEC.md §4; see the class description).
+     * Resolves the quota and counter for a request (docs/design.md §4; see the class description).
      *
      * <p>Never throws for non-null arguments, whatever they contain; allocates nothing when the
      * answer does not depend on the object key (an unconfigured resource's answers are built on its first
@@ -489,7 +489,7 @@ public final class QuotaConfig {
         }
 
         /**
-         * Sets the group factor DF (SPEC.md §5); defaults to {@code 1}.
+         * Sets the group factor DF (docs/design.md §5); defaults to {@code 1}.
          *
          * @param value DF, validated ≥ 1 by {@link #build()}
          * @return this builder
@@ -571,7 +571,7 @@ public final class QuotaConfig {
          * Validates the parts and creates the configuration.
          *
          * @return the configuration
-         * @throws QuotaConfigException listing every problem, if any rule of SPEC.md §4 or
+         * @throws QuotaConfigException listing every problem, if any rule of docs/design.md §4 or
          *                              {@link QuotaRules} is broken
          */
         public QuotaConfig build() {

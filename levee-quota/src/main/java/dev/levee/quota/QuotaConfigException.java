@@ -5,7 +5,7 @@ import java.util.Objects;
 
 /**
  * Reports that a quota configuration is invalid, listing every problem found, not only the
- * first (SPEC.md §4: the whole update is rejected and the last good configuration stays).
+ * first (docs/design.md §4: the whole update is rejected and the last good configuration stays).
  *
  * <p>The message joins the problems with {@code "; "} so that it fits one log line;
  * {@link #errors()} gives one line per problem, as {@code levee config validate} prints them.

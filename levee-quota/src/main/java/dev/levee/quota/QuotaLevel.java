@@ -1,7 +1,7 @@
 package dev.levee.quota;
 
 /**
- * Names the step of the resolution order (SPEC.md §4) that produced a {@link ResolvedQuota},
+ * Names the step of the resolution order (docs/design.md §4) that produced a {@link ResolvedQuota},
  * from the most specific to the most general.
  */
 public enum QuotaLevel {

@@ -3,7 +3,7 @@ package dev.levee.quota;
 import java.util.Optional;
 
 /**
- * Whether a quota is enforced or only tried (SPEC.md §11, issue 14; docs/decisions.md, "Shadow quotas").
+ * Whether a quota is enforced or only tried (docs/design.md §11, issue 14; docs/decisions.md, "Shadow quotas").
  *
  * <p>A {@link #SHADOW shadow} quota is decided as usual, on its own GCRA state, logged and counted as
  * {@code would_reject} when it would refuse, and the request is admitted; it never consumes the allowance of

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Checks the parts of a quota configuration against the rules of SPEC.md §4, returning every
+ * Checks the parts of a quota configuration against the rules of docs/design.md §4, returning every
  * problem found rather than stopping at the first.
  *
  * <p>{@link QuotaConfig} applies all of them when it is built; loaders of the per-key etcd
@@ -31,7 +31,7 @@ import java.util.Map;
  *       {@code #} in a prefix, such as {@code "a#PutObject"} next to {@code "a"} with a
  *       {@code PutObject} method) are rejected, so that a counter never serves two rules;</li>
  *   <li>{@link S3Operation#Unknown} cannot be configured: unclassified requests are limited
- *       by the resource-level quotas (SPEC.md §3).</li>
+ *       by the resource-level quotas (docs/design.md §3).</li>
  * </ul>
  */
 public final class QuotaRules {
@@ -46,7 +46,7 @@ public final class QuotaRules {
     }
 
     /**
-     * Checks the group factor DF (SPEC.md §4, §5).
+     * Checks the group factor DF (docs/design.md §4, §5).
      *
      * @param factor the factor
      * @param path   the path of the factor field, {@code "factor"} in the single-file form

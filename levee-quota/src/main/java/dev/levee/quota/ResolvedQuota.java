@@ -5,11 +5,11 @@ import java.util.Objects;
 
 /**
  * Carries the outcome of {@link QuotaConfig#resolve}: which quota applies to a request and
- * which counter it is charged to (SPEC.md §4).
+ * which counter it is charged to (docs/design.md §4).
  *
- * <p>{@code limitKey} is the identity of the GCRA state (SPEC.md §6): two requests share a
+ * <p>{@code limitKey} is the identity of the GCRA state (docs/design.md §6): two requests share a
  * counter if and only if their limit keys are equal. It is human-readable and carries the
- * resource in clear, so that operators can {@code grep} limiter logs for it (SPEC.md §2):
+ * resource in clear, so that operators can {@code grep} limiter logs for it (docs/design.md §2):
  * <ul>
  *   <li>{@code default:<R>}</li>
  *   <li>{@code methods_default:<R>#<Op>}</li>

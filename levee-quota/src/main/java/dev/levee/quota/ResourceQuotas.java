@@ -6,10 +6,10 @@ import java.util.Objects;
 /**
  * Holds the quotas configured for one resource (bucket): the value of
  * {@code resources.<bucket>} in the single-file form or of {@code /levee/resources/<bucket>}
- * in etcd (SPEC.md §4).
+ * in etcd (docs/design.md §4).
  *
  * @param quota    the resource-level quota (resolution step 2), or {@code null}
- * @param prefixes the prefix entries in configured order (order breaks ties, SPEC.md §4);
+ * @param prefixes the prefix entries in configured order (order breaks ties, docs/design.md §4);
  *                 copied, unmodifiable; may be empty
  */
 public record ResourceQuotas(Quota quota, List<PrefixRule> prefixes) {

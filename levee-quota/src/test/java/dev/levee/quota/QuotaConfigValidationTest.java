@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-/** Validation of a {@link QuotaConfig} at construction (SPEC.md §4 and {@link QuotaRules}). */
+/** Validation of a {@link QuotaConfig} at construction (docs/design.md §4 and {@link QuotaRules}). */
 class QuotaConfigValidationTest {
 
     private static QuotaConfig.Builder base() {

@@ -29,7 +29,7 @@ final class QuotaFixtures {
     }
 
     /**
-     * Config "A": the seed example (SPEC.md §4, seed 004) plus one resource per resolution
+     * Config "A": the seed example (docs/design.md §4, seed 004) plus one resource per resolution
      * rule under test.
      */
     static QuotaConfig configA() {

@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatNullPointerException;
 
 import org.junit.jupiter.api.Test;
 
-/** Which requests share a counter: the identity that GCRA state is kept under (SPEC.md §6). */
+/** Which requests share a counter: the identity that GCRA state is kept under (docs/design.md §6). */
 class QuotaResolutionCountersTest {
 
     private static final QuotaConfig A = QuotaFixtures.configA();

@@ -31,7 +31,7 @@ class QuotaResolutionProperties {
         return Arbitraries.oneOf(Arbitraries.strings(), Arbitraries.of(A.resources().keySet()));
     }
 
-    /** Compares the trie-based resolution with a plain reading of SPEC.md §4 over random configurations. */
+    /** Compares the trie-based resolution with a plain reading of docs/design.md §4 over random configurations. */
     @Property(tries = 500)
     void agreesWithAPlainReadingOfTheSpec(@ForAll("configs") QuotaConfig config, @ForAll("keys") String key,
                                           @ForAll("ops") S3Operation op) {
@@ -69,7 +69,7 @@ class QuotaResolutionProperties {
                         .resource("r", new ResourceQuotas(rq, list)).build());
     }
 
-    /** A deliberately naive reading of SPEC.md §4: linear scan, strings built on every call. */
+    /** A deliberately naive reading of docs/design.md §4: linear scan, strings built on every call. */
     private static ResolvedQuota reference(QuotaConfig config, String resource, String key, S3Operation op) {
         ResourceQuotas rq = config.resources().get(resource);
         if (rq != null) {

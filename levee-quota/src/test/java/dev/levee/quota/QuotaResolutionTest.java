@@ -7,7 +7,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvFileSource;
 
 /**
- * Resolution of (resource, key, operation) against SPEC.md §4, one row per case of
+ * Resolution of (resource, key, operation) against docs/design.md §4, one row per case of
  * {@code resolution.csv} (test resources, shared with levee quota explain's test). Configs "A"
  * and "B" are in {@link QuotaFixtures}; {@code ''} is the empty key of bucket-level operations;
  * an empty cell is {@code null}.

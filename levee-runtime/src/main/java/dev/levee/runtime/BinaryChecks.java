@@ -224,7 +224,7 @@ public final class BinaryChecks {
     /**
      * Reads a request body.
      *
-     * @throws IllegalArgumentException naming what is wrong (SPEC: strict input)
+     * @throws IllegalArgumentException naming what is wrong (docs/design.md §2: strict input)
      */
     public static Checks readChecks(byte[] body) {
         CheckCursor c = new CheckCursor();

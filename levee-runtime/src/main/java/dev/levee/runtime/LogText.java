@@ -1,7 +1,7 @@
 package dev.levee.runtime;
 
 /**
- * Makes untrusted text safe for one log line (SPEC.md §2: a line carries the resource key in
+ * Makes untrusted text safe for one log line (docs/design.md §2: a line carries the resource key in
  * clear, with control characters escaped).
  *
  * <p>Printable characters, including non-ASCII letters, are kept as they are so that

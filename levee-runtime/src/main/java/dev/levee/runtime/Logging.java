@@ -11,7 +11,7 @@ import org.apache.logging.log4j.core.config.builder.impl.BuiltConfiguration;
 /**
  * Configures SLF4J's backend (Log4j 2) to write RFC 5424 syslog messages (or, on a terminal and for the
  * journal, the forms {@link LogTarget} describes) to one {@link LogTarget} through asynchronous loggers that
- * never block the caller (SPEC.md §2).
+ * never block the caller (docs/design.md §2).
  *
  * <p>Every logger is a Log4j {@code AsyncLogger} (the {@code AsyncLoggerContextSelector}; the caller formats
  * the line into a preallocated ring slot, allocating nothing): the event goes onto an LMAX Disruptor ring of

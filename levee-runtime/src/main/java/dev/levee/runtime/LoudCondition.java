@@ -5,7 +5,7 @@ import java.time.Duration;
 /**
  * Says when a lasting degraded condition (failing open, an unreachable observer) is to be logged: when it
  * begins, again at most once per interval while it lasts (with its reason, which may change), and once when
- * it ends (issue 13, SPEC.md §11 "a check path that fails open says so"). Pure: no I/O, no clock; the caller
+ * it ends (issue 13, docs/design.md §11 "a check path that fails open says so"). Pure: no I/O, no clock; the caller
  * passes the time (ticker nanoseconds) and does the logging. Thread-safe.
  */
 public final class LoudCondition {

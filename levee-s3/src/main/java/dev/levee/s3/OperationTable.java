@@ -5,7 +5,7 @@ import static dev.levee.core.S3Operation.*;
 import dev.levee.core.S3Operation;
 
 /**
- * Maps (level, method, sub-resource) to an S3 operation (SPEC.md §3; AWS S3 API reference,
+ * Maps (level, method, sub-resource) to an S3 operation (docs/design.md §3; AWS S3 API reference,
  * request syntax of each operation).
  *
  * <p>The three levels are service ({@code GET /}), bucket (no key) and object (non-empty key).

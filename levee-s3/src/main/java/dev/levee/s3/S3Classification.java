@@ -5,13 +5,13 @@ import java.util.Objects;
 
 /**
  * Holds the answer of {@link S3Classifier#classify}: the resource, object key and operation that
- * quota resolution keys on (SPEC.md §3, §4).
+ * quota resolution keys on (docs/design.md §3, §4).
  *
  * <p>Shapes: a service-level request ({@code GET /}) has resource {@code ""} and key {@code ""};
  * a bucket-level request has a non-empty resource and key {@code ""}; an object-level request has
  * both non-empty. The key is exactly the text the client sent after the bucket, percent-decoded
  * once; it may contain {@code '/'}, runs of {@code "//"}, dot segments, spaces and control
- * characters, so whoever logs it must escape it (SPEC.md §2).
+ * characters, so whoever logs it must escape it (docs/design.md §2).
  *
  * @param resource  the bucket name, or {@code ""} for a service-level request; never null
  * @param key       the object key percent-decoded once as UTF-8, or {@code ""} when the request

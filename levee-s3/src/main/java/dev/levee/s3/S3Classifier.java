@@ -8,7 +8,7 @@ import java.util.Locale;
 import java.util.Objects;
 
 /**
- * Classifies an S3 request into {@code (resource, object key, operation)} (SPEC.md §3; AWS S3 API
+ * Classifies an S3 request into {@code (resource, object key, operation)} (docs/design.md §3; AWS S3 API
  * reference, "Virtual hosting of buckets" and the request syntax of each operation).
  *
  * <h2>Model</h2>
@@ -47,7 +47,7 @@ import java.util.Objects;
  *       opaque.</li>
  *   <li><b>Operation.</b> The level (service: no resource; bucket: no key; object), the method
  *       (upper case only) and the query's sub-resources select the operation from the decision
- *       table of SPEC.md §3; presigned-URL parameters, {@code x-id} and other parameters that do
+ *       table of docs/design.md §3; presigned-URL parameters, {@code x-id} and other parameters that do
  *       not select an operation are ignored. Anything the table does not define is
  *       {@link S3Operation#Unknown}, which is still limited by resource-level quotas.</li>
  * </ol>

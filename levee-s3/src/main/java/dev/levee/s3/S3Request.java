@@ -1,7 +1,7 @@
 package dev.levee.s3;
 
 /**
- * Carries the raw facts of one S3 request as NGINX or the gateway saw them (SPEC.md §1, step 1).
+ * Carries the raw facts of one S3 request as NGINX or the gateway saw them (docs/design.md §1, step 1).
  *
  * <p>Every component may be {@code null} or malformed; {@link S3Classifier#classify} accepts any
  * value. Nothing is decoded or normalised here.

@@ -16,7 +16,7 @@ import net.jqwik.api.constraints.NumericChars;
 import net.jqwik.api.constraints.StringLength;
 import net.jqwik.api.constraints.WithNull;
 
-/** Invariants of S3 classification (SPEC.md §3) for arbitrary and adversarial requests. */
+/** Invariants of S3 classification (docs/design.md §3) for arbitrary and adversarial requests. */
 class S3ClassifierProperties {
 
     private static final List<S3Classifier> CLASSIFIERS = List.of(

@@ -11,7 +11,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvFileSource;
 
 /**
- * Decision table of SPEC.md §3: addressing, key decoding and operation names; the table is
+ * Decision table of docs/design.md §3: addressing, key decoding and operation names; the table is
  * {@code classification.csv} in the test resources (shared with levee quota explain's test).
  */
 class S3ClassifierTest {

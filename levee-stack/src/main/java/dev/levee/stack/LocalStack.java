@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A whole Levee stack in one JVM on free loopback ports: observer, {@code n} limiters, the client
- * library and the gateway in front of an S3 backend (SPEC.md §9). Used by {@code levee demo} and
+ * library and the gateway in front of an S3 backend (docs/design.md §9). Used by {@code levee demo} and
  * the integration tests.
  */
 public final class LocalStack implements AutoCloseable {
@@ -111,7 +111,7 @@ public final class LocalStack implements AutoCloseable {
     }
 
     /**
-     * Starts the stack with quotas, factor and membership in etcd (SPEC.md §4, §7): every limiter reads
+     * Starts the stack with quotas, factor and membership in etcd (docs/design.md §4, §7): every limiter reads
      * its quotas from etcd and registers under a lease; the observer serves etcd's membership.
      *
      * @param backend   S3 backend port on 127.0.0.1

@@ -18,7 +18,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Renders the NGINX side of Levee (SPEC.md §1) from the templates of the repository's
+ * Renders the NGINX side of Levee (docs/design.md §1) from the templates of the repository's
  * {@code nginx/} directory, packaged in this jar under {@code dev/levee/nginx/}.
  *
  * <p>The templates are the one source of the configuration: {@code levee-http.conf.in} (upstream
@@ -45,7 +45,7 @@ public final class NginxConfig {
         SITE
     }
 
-    /** What NGINX does with a request when Levee cannot decide (SPEC.md §1 step 5). */
+    /** What NGINX does with a request when Levee cannot decide (docs/design.md §1 step 5). */
     public enum OnFailure {
         /** Let it through (the default). */
         ALLOW,

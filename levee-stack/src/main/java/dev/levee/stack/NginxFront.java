@@ -7,7 +7,7 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /**
- * NGINX as the enforcement point in front of a {@link LocalStack}'s gateway (SPEC.md §1, §9): the
+ * NGINX as the enforcement point in front of a {@link LocalStack}'s gateway (docs/design.md §1, §9): the
  * levee-client endpoint ({@code GET /v1/s3check}) over the stack's client library, and an
  * {@link EmbeddedNginx} whose accepted requests go to the gateway. Start the stack with
  * {@code enforce = false} so that no request is checked twice.

@@ -26,7 +26,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Quota resolution per second (SPEC.md §4) on the limiter's hot path, over a site of {@code buckets}
+ * Quota resolution per second (docs/design.md §4) on the limiter's hot path, over a site of {@code buckets}
  * configured buckets, each with a resource quota and seven prefix entries {@code data/<i>/part-<p>/}
  * (the shape of EtcdLargeDataIT), plus one wildcard entry {@code tmp/*}. Each call picks a random
  * bucket: {@code prefixHit} resolves a key under one of its prefixes (precomputed answer),

@@ -1,7 +1,7 @@
 package dev.levee.gateway.site;
 
 /**
- * One gateway's claim on one {@link Resource}, as published in etcd (SPEC.md §10).
+ * One gateway's claim on one {@link Resource}, as published in etcd (docs/design.md §10).
  *
  * @param share  the share it holds (may be using) until its lease expires, bytes/s, ≥ 0
  * @param demand what it would use if it could, bytes/s, ≥ 0

@@ -3,7 +3,7 @@ package dev.levee.gateway.site;
 /**
  * Estimates what one resource (a direction's budget, or one principal's ceiling) on one gateway
  * would use if its share allowed it: the demand the gateway publishes for max-min fair division
- * (SPEC.md §10, docs/site-bandwidth.md "Demand"). Pure: no I/O and no clock reads; the caller
+ * (docs/design.md §10, docs/site-bandwidth.md "Demand"). Pure: no I/O and no clock reads; the caller
  * passes each round's {@code now} and the governor's cumulative counters. Not thread-safe (one
  * instance per resource, used on the keeper's loop).
  *

@@ -22,7 +22,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keeps site leases in etcd itself (SPEC.md §10), under {@code <prefix>bandwidth/}:
+ * Keeps site leases in etcd itself (docs/design.md §10), under {@code <prefix>bandwidth/}:
  * <ul>
  *   <li>{@code budget} — the {@link SiteBudget} document, written by {@code levee bandwidth};</li>
  *   <li>{@code guard} — moved by every write that raises a share: such a write is one etcd

@@ -12,7 +12,7 @@ import java.util.TreeMap;
 
 /**
  * What one gateway incarnation publishes in etcd under its own lease, at {@code
- * <prefix>bandwidth/gateways/<gatewayId>/<incarnation>} (SPEC.md §10): its claims on every
+ * <prefix>bandwidth/gateways/<gatewayId>/<incarnation>} (docs/design.md §10): its claims on every
  * resource it holds a share of or wants one. JSON:
  * <pre>{"gateway":"gw-1","incarnation":"5f0c…","claims":{"download":{"share":13107200,"demand":26214400},
  * "download/svc-a":{"share":1048576,"demand":0}}}</pre>

@@ -3,7 +3,7 @@ package dev.levee.gateway.site;
 /**
  * Max-min fair division of a budget among demands (progressive filling, Bertsekas and Gallager,
  * <i>Data Networks</i>, §6.5.2): a demand below the equal share gets what it asks for; what it
- * leaves is split equally among the others, recursively. The shares of SPEC.md §10. Pure integer
+ * leaves is split equally among the others, recursively. The shares of docs/design.md §10. Pure integer
  * arithmetic, bytes/s; Σ shares ≤ budget always, and equals {@code min(budget, Σ demands)} up to
  * the remainder of integer division (at most one byte/s per claimant, given to the first).
  */

@@ -4,7 +4,7 @@ import dev.levee.governor.Direction;
 import java.util.Objects;
 
 /**
- * What a site share is a share of (SPEC.md §10): a direction's site budget, or one principal's
+ * What a site share is a share of (docs/design.md §10): a direction's site budget, or one principal's
  * site-wide ceiling in a direction.
  *
  * @param direction the direction

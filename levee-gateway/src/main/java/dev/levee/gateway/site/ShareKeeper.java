@@ -19,7 +19,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Holds one gateway's shares of the site-wide bandwidth budgets through a finite lease (SPEC.md
+ * Holds one gateway's shares of the site-wide bandwidth budgets through a finite lease (docs/design.md
  * §10). Every renew interval it runs one round:
  * <ol>
  *   <li><b>Renew.</b> It sends a keep-alive for its lease (granting a new lease first if it has
@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Fail closed.</b> {@link #owned(Direction)} answers false for a budgeted direction while
  * the local deadline has passed, before the first budget has been read, and after the lease was
- * lost: the gateway's governors then grant nothing (SPEC.md §8 fencing). It recovers by itself
+ * lost: the gateway's governors then grant nothing (docs/design.md §8 fencing). It recovers by itself
  * when the store answers again; it never falls back to its local rate.
  *
  * <p>Threads: rounds run on the {@link Loop}; {@link #owned}, {@link #shares()} and {@link
@@ -240,7 +240,7 @@ public final class ShareKeeper implements AutoCloseable {
     /**
      * Returns whether the gateway may grant quanta in {@code d} now: true for a direction without
      * site budgets; for a budgeted one, only while the lease is held and its local deadline has not
-     * passed (SPEC.md §10 fail closed). Cheap: one clock read.
+     * passed (docs/design.md §10 fail closed). Cheap: one clock read.
      */
     public boolean owned(Direction d) {
         SiteBudget b = budget;

@@ -5,7 +5,7 @@ import java.util.Map;
 import java.util.concurrent.CompletionStage;
 
 /**
- * The shared state of site leases (SPEC.md §10), as {@link ShareKeeper} needs it: etcd in
+ * The shared state of site leases (docs/design.md §10), as {@link ShareKeeper} needs it: etcd in
  * production ({@link EtcdShareStore}), a model with message loss, delays and crashes in tests.
  *
  * <p>The invariant Σ shares ≤ budget is kept by the store's one guard: every write that raises a

@@ -18,7 +18,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * The site-wide bandwidth budgets that gateways share through leases (SPEC.md §10), as kept in
+ * The site-wide bandwidth budgets that gateways share through leases (docs/design.md §10), as kept in
  * etcd at {@code <prefix>bandwidth/budget} and in the single-file form {@code levee demo} and
  * {@code levee bandwidth import} read. YAML or JSON; every field optional; unknown fields refused:
  * <pre>

@@ -13,7 +13,7 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 
-/** A gateway's published entry (SPEC.md §10): JSON round trip, bad values refused. */
+/** A gateway's published entry (docs/design.md §10): JSON round trip, bad values refused. */
 class GatewayEntryTest {
 
     @Test

@@ -12,7 +12,7 @@ import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 
-/** Max-min fair division (SPEC.md §10): the examples of issue 11 and its properties. */
+/** Max-min fair division (docs/design.md §10): the examples of issue 11 and its properties. */
 class MaxMinFairTest {
 
     private static final long MIB = 1024 * 1024;

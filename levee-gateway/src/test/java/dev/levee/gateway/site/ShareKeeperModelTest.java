@@ -15,7 +15,7 @@ import net.jqwik.api.constraints.DoubleRange;
 import net.jqwik.api.constraints.IntRange;
 
 /**
- * A model test of the site lease protocol (issue 11, SPEC.md §10): N gateways' {@link ShareKeeper}s
+ * A model test of the site lease protocol (issue 11, docs/design.md §10): N gateways' {@link ShareKeeper}s
  * against a model store with etcd's semantics, through a network that loses and delays requests
  * and replies (sometimes longer than the TTL), with gateway crashes, restarts, pauses longer than
  * the TTL, clock drift within ρ and budget increases. At every event, Σ of shares gateways may use

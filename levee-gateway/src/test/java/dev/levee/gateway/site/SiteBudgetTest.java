@@ -13,7 +13,7 @@ import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 
-/** The site budget document (SPEC.md §10): forms, units, strict validation, round trip. */
+/** The site budget document (docs/design.md §10): forms, units, strict validation, round trip. */
 class SiteBudgetTest {
 
     private static final String KEY = "etcd key /levee/bandwidth/budget";

@@ -17,7 +17,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
 
 /**
- * A deterministic, single-threaded model of a site (SPEC.md §10) for {@link ShareKeeper}: one
+ * A deterministic, single-threaded model of a site (docs/design.md §10) for {@link ShareKeeper}: one
  * store with etcd's semantics on the store's clock (the "true" time of the model), N gateways
  * whose {@link Ticker}s run at a rate 1 + δ of it (|δ| < ρ, any origin), and a network that
  * loses and delays requests and replies. Gateways can crash (the keeper stops; its lease is not
