@@ -584,7 +584,7 @@ final class DemoCommand implements Callable<Integer> {
         out.println();
         out.printf(Locale.ROOT, "Summary over %s s: held = (ok - g x burst per counter) / t against the rate the stream"
                 + " meets;%n", rate(secs));
-        out.println("bound = rate x t + g x (burst + 1) per counter (docs/design.md §6); what is admitted above it is OVER.");
+        out.println("bound = rate x t + g x (burst + 1) per counter (docs/design.md §6); admitted above it: OVER.");
         out.printf(Locale.ROOT, "  %-7s %7s %7s %7s %6s %9s %9s %7s  %s%n", "stream", "sent", "ok", "slow", "other",
                 "rate/s", "held/s", "held", "verdict");
         List<Integer> over = new ArrayList<>();
