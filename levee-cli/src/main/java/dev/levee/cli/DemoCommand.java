@@ -204,7 +204,7 @@ final class DemoCommand implements Callable<Integer> {
                 + cfg.factor() + "), client and gateway on loopback" + (withEtcd ? ", with etcd" : "") + "...");
         io.micrometer.core.instrument.MeterRegistry registry = Metrics.newRegistry();
         LocalStack.Settings settings = new LocalStack.Settings(limiterCount, Duration.ofSeconds(2), Duration.ofMillis(500),
-                Duration.ofMillis(500), !withNginx, dev.levee.gateway.GatewayService.OnFailure.ALLOW, ui);
+                Duration.ofMillis(500), !withNginx, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW, ui);
         DemoKeepRunning keeper = null;
         int rc;
         try (EmbeddedEtcd etcd = withEtcd ? EmbeddedEtcd.start() : null;

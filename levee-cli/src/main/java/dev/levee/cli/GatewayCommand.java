@@ -3,6 +3,7 @@ package dev.levee.cli;
 import dev.levee.client.LeveeClient;
 import dev.levee.gateway.AnonymousPolicy;
 import dev.levee.gateway.ByteUnits;
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.SiteSettings;
@@ -22,6 +23,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -90,7 +92,7 @@ final class GatewayCommand implements Callable<Integer> {
 
     @Option(names = "--on-failure", defaultValue = "ALLOW",
             description = "when no limiter answers: ALLOW or DENY (default: ${DEFAULT-VALUE})")
-    GatewayService.OnFailure onFailure;
+    GatewayOptions.OnFailure onFailure;
 
     @Mixin
     ObserverOptions observer = new ObserverOptions();
@@ -280,7 +282,7 @@ final class GatewayCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        GatewayService.Options options = options();
+        GatewayOptions options = options();
         observer.list(); // a bad --observer / LEVEE_OBSERVERS is a usage error before anything starts
         common.apply("levee-gateway");
         warnIfSecretsAreReadable(options.governance());
@@ -288,7 +290,8 @@ final class GatewayCommand implements Callable<Integer> {
         MeterRegistry registry = Metrics.newRegistry();
         LeveeClient client = enforce ? Daemon.await(LeveeClient.start(vertx, clientOptions(), SystemTicker.INSTANCE,
                 registry), "client") : null;
-        GatewayService g = Daemon.await(GatewayService.start(vertx, options, client, registry),
+        GatewayService g = Daemon.await(GatewayService.start(vertx, options, client, SystemTicker.INSTANCE,
+                        Clock.systemUTC(), registry),
                 "gateway could not start on " + listen);
         common.announce("levee gateway listening on " + listen.host() + ":" + g.port() + " -> " + backend
                 + (options.governance().enabled() ? " (bandwidth governance on)" : ""));
@@ -298,15 +301,22 @@ final class GatewayCommand implements Callable<Integer> {
     }
 
     /** Builds the gateway's settings from the flags, or explains in one line why it cannot. */
-    GatewayService.Options options() {
+    GatewayOptions options() {
         try {
-            return new GatewayService.Options(listen, admin, backend, enforce, onFailure, backendTimeout, 256)
-                    .withGovernance(governance())
-                    .withHealthToken(healthToken())
-                    .withClientDeadlines(new GatewayService.ClientDeadlines(requestHeaderTimeout, requestBodyTimeout,
+            return GatewayOptions.builder(backend)
+                    .listen(listen)
+                    .admin(admin)
+                    .enforce(enforce)
+                    .onFailure(onFailure)
+                    .backendTimeout(backendTimeout)
+                    .maxConnections(256)
+                    .governance(governance())
+                    .healthToken(healthToken())
+                    .clientDeadlines(new GatewayOptions.ClientDeadlines(requestHeaderTimeout, requestBodyTimeout,
                             minBodyRate, sendTimeout))
-                    .withContinueTimeout(backendContinueTimeout)
-                    .withRateLimitOnAccept(rateLimitOnAccept);
+                    .continueTimeout(backendContinueTimeout)
+                    .rateLimitOnAccept(rateLimitOnAccept)
+                    .build();
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -2,6 +2,7 @@ package dev.levee.cli;
 
 import com.google.common.util.concurrent.RateLimiter;
 import dev.levee.gateway.ByteUnits;
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.PrincipalDirectory;
@@ -105,10 +106,10 @@ final class SiteDemo {
                         .site(new SiteSettings(List.of(endpoint), "/levee", dev.levee.etcd.Etcd.DEFAULT_MAX_MESSAGE_BYTES,
                                 keeper)).build();
                 HostPort any = new HostPort("127.0.0.1", 0);
-                GatewayService.Options o = new GatewayService.Options(any, any, new HostPort("127.0.0.1", s3.port()), false,
-                        GatewayService.OnFailure.ALLOW, Duration.ofSeconds(60), 256).withGovernance(gov)
-                        .withHealthToken(dev.levee.stack.LocalStack.HEALTH_TOKEN);
-                gws.add(Daemon.await(GatewayService.start(vertx, o, null, Metrics.newRegistry()), "gateway gw-" + i));
+                GatewayOptions o = GatewayOptions.builder(new HostPort("127.0.0.1", s3.port())).listen(any).admin(any)
+                        .enforce(false).governance(gov).healthToken(dev.levee.stack.LocalStack.HEALTH_TOKEN).build();
+                gws.add(Daemon.await(GatewayService.start(vertx, o, null, dev.levee.runtime.SystemTicker.INSTANCE,
+                        java.time.Clock.systemUTC(), Metrics.newRegistry()), "gateway gw-" + i));
             }
             double[] demand = new double[gateways];
             java.util.concurrent.atomic.AtomicLong[] read = new java.util.concurrent.atomic.AtomicLong[gateways];

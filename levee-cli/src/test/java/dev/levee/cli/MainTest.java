@@ -228,8 +228,8 @@ class MainTest {
     void gatewayClientDeadlineFlagsReachTheGatewaysSettingsWithDocumentedDefaults() {
         GatewayCommand defaults = new GatewayCommand();
         new picocli.CommandLine(defaults).parseArgs("--backend", "127.0.0.1:9", "--no-enforce");
-        dev.levee.gateway.GatewayService.Options d = defaults.options();
-        assertThat(d.clientDeadlines()).isEqualTo(dev.levee.gateway.GatewayService.ClientDeadlines.DEFAULTS);
+        dev.levee.gateway.GatewayOptions d = defaults.options();
+        assertThat(d.clientDeadlines()).isEqualTo(dev.levee.gateway.GatewayOptions.ClientDeadlines.DEFAULTS);
         assertThat(d.clientDeadlines().requestHeaderTimeout()).isEqualTo(java.time.Duration.ofSeconds(60));
         assertThat(d.clientDeadlines().requestBodyTimeout()).isEqualTo(java.time.Duration.ofSeconds(30));
         assertThat(d.clientDeadlines().minBodyRate()).isEqualTo(1024);
@@ -241,8 +241,8 @@ class MainTest {
         new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--no-enforce", "--request-header-timeout", "5s",
                 "--request-body-timeout", "7s", "--min-body-rate", "2KiB/s", "--backend-continue-timeout", "250ms",
                 "--send-timeout", "9s");
-        dev.levee.gateway.GatewayService.Options o = set.options();
-        assertThat(o.clientDeadlines()).isEqualTo(new dev.levee.gateway.GatewayService.ClientDeadlines(
+        dev.levee.gateway.GatewayOptions o = set.options();
+        assertThat(o.clientDeadlines()).isEqualTo(new dev.levee.gateway.GatewayOptions.ClientDeadlines(
                 java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(7), 2048, java.time.Duration.ofSeconds(9)));
         assertThat(o.continueTimeout()).isEqualTo(java.time.Duration.ofMillis(250));
     }

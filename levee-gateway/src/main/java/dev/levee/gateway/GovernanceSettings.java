@@ -10,7 +10,7 @@ import java.util.Objects;
 /**
  * Configures the gateway's bandwidth governors and admission queues (docs/design.md §8).
  * Immutable, validated at construction; build one with {@link #builder()}. {@link #off()} (the
- * default of {@link GatewayService.Options}) leaves the gateway a plain streaming proxy.
+ * default of {@link GatewayOptions}) leaves the gateway a plain streaming proxy.
  *
  * <p>Units: rates in bytes per second, {@code 0} disables that ceiling (docs/design.md §8); durations as
  * {@link Duration}. Each direction has its own budget: {@code uploadRate} (request bodies) and

@@ -52,7 +52,7 @@ class BackendAnswerFaultsTest {
                 .principals(new PrincipalDirectory(List.of(PrincipalDirectory.Account.of("svc", KEY))))
                 .principalDownloadRate(principalDownloadRate)
                 .build();
-        rig = TestGateway.start(o -> o.withGovernance(g));
+        rig = TestGateway.start(o -> o.governance(g));
     }
 
     HttpRequest.Builder request(String path) {

@@ -3,6 +3,7 @@ package dev.levee.gateway;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.runtime.HostPort;
+import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Vertx;
 import java.io.BufferedReader;
@@ -16,6 +17,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -100,9 +102,9 @@ class BackendReuseTest {
         Vertx vertx = Vertx.vertx();
         try (ClosingBackend backend = new ClosingBackend()) {
             HostPort any = new HostPort("127.0.0.1", 0);
-            GatewayService g = GatewayService.start(vertx, new GatewayService.Options(any, any,
-                            new HostPort("127.0.0.1", backend.port()), false, GatewayService.OnFailure.ALLOW,
-                            Duration.ofSeconds(30), 1), null, new SimpleMeterRegistry())
+            GatewayService g = GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", backend.port()))
+                            .listen(any).admin(any).enforce(false).backendTimeout(Duration.ofSeconds(30)).maxConnections(1)
+                            .build(), null, SystemTicker.INSTANCE, Clock.systemUTC(), new SimpleMeterRegistry())
                     .toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
             HttpClient http = HttpClient.newHttpClient();
             List<Integer> statuses = new ArrayList<>();

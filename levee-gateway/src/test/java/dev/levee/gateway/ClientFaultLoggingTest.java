@@ -84,7 +84,7 @@ class ClientFaultLoggingTest {
                 .principalUploadRate(1L << 20)
                 .principalDownloadRate(1L << 20)
                 .build();
-        rig = TestGateway.start(o -> o.withGovernance(g));
+        rig = TestGateway.start(o -> o.governance(g));
         String put = "PUT /bucket/obj HTTP/1.1\r\nHost: x\r\nAuthorization: " + AUTH + "\r\n";
 
         List<String> answers = List.of(
@@ -144,10 +144,7 @@ class ClientFaultLoggingTest {
             dead = s.getLocalPort(); // closed below: nothing listens there
         }
         int deadPort = dead;
-        rig = TestGateway.start(o -> new GatewayService.Options(o.listen(), o.admin(),
-                new dev.levee.runtime.HostPort("127.0.0.1", deadPort), o.enforce(), o.onFailure(), o.backendTimeout(),
-                o.maxConnections(), o.governance(), o.healthToken(), o.clientDeadlines(), o.continueTimeout(),
-                o.rateLimitOnAccept()));
+        rig = TestGateway.start(o -> o.backend(new dev.levee.runtime.HostPort("127.0.0.1", deadPort)));
         String answer = send(ascii("GET /demo/obj8m?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=levee-demo%2F20261202"
                 + "&X-Amz-Signature=bd704bc1secret HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"), false);
         assertThat(answer).startsWith("HTTP/1.1 502");

@@ -30,7 +30,7 @@ class EarlyBackendAnswerTest {
     void aFiveMegabytePutToAMissingBucketGetsTheBackends404SixTimesOutOfSix(boolean governed, boolean expect100)
             throws Exception {
         GovernanceSettings g = TestGateway.onePrincipal(KEY).build();
-        rig = TestGateway.start(o -> governed ? o.withGovernance(g) : o);
+        rig = TestGateway.start(o -> governed ? o.governance(g) : o);
         byte[] body = new byte[5 * 1000 * 1000];
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         for (int i = 0; i < 6; i++) {

@@ -46,7 +46,7 @@ class ReadyEndpointTest {
     }
 
     GatewayService start(GovernanceSettings governance) throws Exception {
-        rig = TestGateway.start(o -> o.withGovernance(governance).withHealthToken(TOKEN));
+        rig = TestGateway.start(o -> o.governance(governance).healthToken(TOKEN));
         backend = rig.backend;
         gateway = rig.gateway;
         return gateway;

@@ -56,7 +56,7 @@ class SignatureVerificationTest {
                 .uploadRate(64L << 20)
                 .downloadRate(64L << 20)
                 .build();
-        rig = TestGateway.start(o -> o.withGovernance(governance).withHealthToken(TOKEN));
+        rig = TestGateway.start(o -> o.governance(governance).healthToken(TOKEN));
         backend = rig.backend;
         gateway = rig.gateway;
     }

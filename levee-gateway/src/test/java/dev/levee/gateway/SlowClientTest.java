@@ -35,11 +35,11 @@ class SlowClientTest {
     @AutoClose
     TestGateway rig;
 
-    void start(long principalUploadRate, GatewayService.ClientDeadlines deadlines) throws Exception {
+    void start(long principalUploadRate, GatewayOptions.ClientDeadlines deadlines) throws Exception {
         GovernanceSettings g = TestGateway.onePrincipal(KEY)
                 .principalUploadRate(principalUploadRate)
                 .build();
-        rig = TestGateway.start(o -> o.withGovernance(g).withClientDeadlines(deadlines));
+        rig = TestGateway.start(o -> o.governance(g).clientDeadlines(deadlines));
     }
 
     static String readAll(Socket s) throws IOException {
@@ -56,7 +56,7 @@ class SlowClientTest {
 
     @Test
     void anUploadTricklingTenBytesPerSecondFreesThePrincipalsOnlySlot() throws Exception {
-        start(0, new GatewayService.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(1), 1024));
+        start(0, new GatewayOptions.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(1), 1024));
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), rig.gateway.port())) {
             OutputStream out = s.getOutputStream();
             out.write(("PUT /bucket/slow HTTP/1.1\r\nHost: x\r\nAuthorization: " + AUTH
@@ -106,7 +106,7 @@ class SlowClientTest {
     }
 
     private void stalledReaderIsCut(long size, int receiveBuffer) throws Exception {
-        start(0, new GatewayService.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(30), 1024,
+        start(0, new GatewayOptions.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(30), 1024,
                 Duration.ofSeconds(1)));
         try (Socket s = new Socket()) {
             if (receiveBuffer > 0) {
@@ -150,7 +150,7 @@ class SlowClientTest {
     /** A slow but steady reader is not a stalled one: a 1 MiB download read at ~256 KiB/s completes. */
     @Test
     void aSlowButSteadyReaderIsNotCutBySendTimeout() throws Exception {
-        start(0, new GatewayService.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(30), 1024,
+        start(0, new GatewayOptions.ClientDeadlines(Duration.ofSeconds(30), Duration.ofSeconds(30), 1024,
                 Duration.ofSeconds(1)));
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), rig.gateway.port())) {
             s.setReceiveBufferSize(8192);
@@ -177,7 +177,7 @@ class SlowClientTest {
     void anUploadThatTheGovernorThrottlesIsNotAbortedByTheProgressDeadline() throws Exception {
         // the governor lets 64 KiB/s through; the client must keep 1 MiB/s while it is read, for at
         // most 300 ms: only the gateway's own waits make the upload slow
-        start(64 * 1024, new GatewayService.ClientDeadlines(Duration.ofSeconds(30), Duration.ofMillis(300), 1L << 20));
+        start(64 * 1024, new GatewayOptions.ClientDeadlines(Duration.ofSeconds(30), Duration.ofMillis(300), 1L << 20));
         byte[] body = new byte[192 * 1024];
         for (int i = 0; i < body.length; i++) {
             body[i] = StubBackend.pattern(i);
@@ -194,7 +194,7 @@ class SlowClientTest {
 
     @Test
     void aSlowlorisOfTwoHundredConnectionsIsClosedAfterTheHeaderTimeoutWhileOthersAreServed() throws Exception {
-        start(0, new GatewayService.ClientDeadlines(Duration.ofSeconds(1), Duration.ofSeconds(30), 1024));
+        start(0, new GatewayOptions.ClientDeadlines(Duration.ofSeconds(1), Duration.ofSeconds(30), 1024));
         List<Socket> loris = new ArrayList<>();
         try {
             for (int i = 0; i < 200; i++) {
@@ -243,7 +243,7 @@ class SlowClientTest {
 
     @Test
     void anIdleKeepAliveConnectionIsClosedAfterTheHeaderTimeout() throws Exception {
-        start(0, new GatewayService.ClientDeadlines(Duration.ofMillis(500), Duration.ofSeconds(30), 1024));
+        start(0, new GatewayOptions.ClientDeadlines(Duration.ofMillis(500), Duration.ofSeconds(30), 1024));
         try (Socket s = new Socket(InetAddress.getLoopbackAddress(), rig.gateway.port())) {
             s.setSoTimeout(5000);
             s.getOutputStream().write("GET /bucket/obj?size=3 HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));

@@ -1,8 +1,10 @@
 package dev.levee.gateway;
 
 import dev.levee.runtime.HostPort;
+import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vertx.core.Vertx;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -44,14 +46,14 @@ final class TestGateway implements AutoCloseable {
      * Starts the backend and a gateway whose options {@code configure} completes (governance,
      * health token).
      */
-    static TestGateway start(UnaryOperator<GatewayService.Options> configure) throws Exception {
+    static TestGateway start(UnaryOperator<GatewayOptions.Builder> configure) throws Exception {
         StubBackend backend = new StubBackend();
         Vertx vertx = Vertx.vertx();
         HostPort any = new HostPort("127.0.0.1", 0);
-        GatewayService.Options o = configure.apply(new GatewayService.Options(any, any,
-                new HostPort("127.0.0.1", backend.port()), false, GatewayService.OnFailure.ALLOW, Duration.ofSeconds(30), 16));
-        GatewayService gateway = GatewayService.start(vertx, o, null, new SimpleMeterRegistry()).toCompletionStage()
-                .toCompletableFuture().get(10, TimeUnit.SECONDS);
+        GatewayOptions o = configure.apply(GatewayOptions.builder(new HostPort("127.0.0.1", backend.port())).listen(any)
+                .admin(any).enforce(false).backendTimeout(Duration.ofSeconds(30)).maxConnections(16)).build();
+        GatewayService gateway = GatewayService.start(vertx, o, null, SystemTicker.INSTANCE, Clock.systemUTC(),
+                new SimpleMeterRegistry()).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
         return new TestGateway(backend, vertx, gateway);
     }
 
@@ -62,7 +64,7 @@ final class TestGateway implements AutoCloseable {
     static TestGateway governed(String key, long principalRate) throws Exception {
         GovernanceSettings g = onePrincipal(key).principalUploadRate(principalRate).principalDownloadRate(principalRate)
                 .build();
-        return start(o -> o.withGovernance(g));
+        return start(o -> o.governance(g));
     }
 
     @Override

@@ -32,7 +32,7 @@ class BadInputIT {
                 factor: 4
                 default: {rate: 1000, burst: 100}
                 """, new LocalStack.Settings(2, Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofMillis(300),
-                true, dev.levee.gateway.GatewayService.OnFailure.ALLOW));
+                true, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW));
         stack.direct.createBucket(b -> b.bucket("odd"));
         http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     }

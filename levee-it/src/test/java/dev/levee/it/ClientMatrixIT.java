@@ -3,7 +3,7 @@ package dev.levee.it;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.client.ClientService;
-import dev.levee.gateway.GatewayService;
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
@@ -134,7 +134,7 @@ class ClientMatrixIT {
             }
         }
         stack = new Stack(quotas.toString(), new LocalStack.Settings(1, Duration.ofSeconds(2), Duration.ofMillis(300),
-                Duration.ofMillis(300), false, GatewayService.OnFailure.ALLOW));
+                Duration.ofMillis(300), false, GatewayOptions.OnFailure.ALLOW));
         // S3Proxy's start replaces Log4j's context: configure again so that decisions reach Stack.LOG
         Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
         logStart = Files.exists(Stack.LOG) ? Files.size(Stack.LOG) : 0;

@@ -2,6 +2,7 @@ package dev.levee.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.PrincipalDirectory;
@@ -9,12 +10,14 @@ import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.runtime.SystemTicker;
 import dev.levee.stack.EmbeddedS3;
 import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.net.URI;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -81,9 +84,9 @@ class GatewayBenchIT {
             for (Map.Entry<String, GovernanceSettings> m : modes.entrySet()) {
                 Vertx vertx = dev.levee.runtime.Http.vertx();
                 HostPort any = new HostPort("127.0.0.1", 0);
-                GatewayService g = GatewayService.start(vertx, new GatewayService.Options(any, any,
-                                new HostPort("127.0.0.1", s3.port()), false, GatewayService.OnFailure.ALLOW, Duration.ofSeconds(60), 256)
-                                .withGovernance(m.getValue()), null, Metrics.newRegistry())
+                GatewayService g = GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", s3.port()))
+                                .listen(any).admin(any).enforce(false).governance(m.getValue()).build(),
+                                null, SystemTicker.INSTANCE, Clock.systemUTC(), Metrics.newRegistry())
                         .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 try (S3Client via = GatewayGovernanceIT.client(URI.create("http://127.0.0.1:" + g.port()), KEY, "secret-bench")) {
                     if (!warm) {

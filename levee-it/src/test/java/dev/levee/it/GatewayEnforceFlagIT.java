@@ -32,7 +32,7 @@ class GatewayEnforceFlagIT {
     static void start() {
         stack = new Stack("factor: 2\ndefault: {rate: 10000, burst: 1000}\n", new LocalStack.Settings(2,
                 Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofMillis(300), true,
-                dev.levee.gateway.GatewayService.OnFailure.ALLOW));
+                dev.levee.gateway.GatewayOptions.OnFailure.ALLOW));
         stack.direct.createBucket(b -> b.bucket("flags"));
     }
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.levee.gateway.AnonymousPolicy;
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.PrincipalDirectory;
@@ -16,6 +17,7 @@ import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.runtime.SystemTicker;
 import dev.levee.stack.EmbeddedS3;
 import io.vertx.core.Vertx;
 import java.io.InputStream;
@@ -28,6 +30,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -101,9 +104,9 @@ class GatewayGovernanceIT {
             s3 = EmbeddedS3.start(KEYS);
             HostPort any = new HostPort("127.0.0.1", 0);
             try {
-                gateway = GatewayService.start(vertx, new GatewayService.Options(any, any, new HostPort("127.0.0.1", s3.port()),
-                                false, GatewayService.OnFailure.ALLOW, Duration.ofSeconds(60), 256)
-                                .withGovernance(governance).withHealthToken(TOKEN), null, Metrics.newRegistry())
+                gateway = GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", s3.port()))
+                                .listen(any).admin(any).enforce(false).governance(governance).healthToken(TOKEN).build(),
+                                null, SystemTicker.INSTANCE, Clock.systemUTC(), Metrics.newRegistry())
                         .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
             } catch (Exception e) {
                 s3.close();

@@ -63,7 +63,7 @@ class GrafanaDashboardIT {
                 resources:
                   dash-limited: {quota: {rate: 1, burst: 1}}
                 """, new LocalStack.Settings(2, Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofMillis(300),
-                true, dev.levee.gateway.GatewayService.OnFailure.ALLOW));
+                true, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW));
              Site site = Site.start(DIR, 1, 1, Map.of("dash", KEY), Map.of(KEY, SECRET),
                      (i, links) -> List.of("--etcd", links.endpoints(), "--gateway-id", "g" + i, "--lease-ttl", "5s",
                              "--renew-interval", "500ms", "--shutdown-deadline", "2s"))) {

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.levee.client.ClientService;
-import dev.levee.gateway.GatewayService;
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
@@ -89,7 +89,7 @@ class NginxStackIT {
                   %s:
                     quota: {rate: 4, burst: 2}
                 """.formatted(TIGHT), new LocalStack.Settings(2, Duration.ofSeconds(2), Duration.ofMillis(300),
-                Duration.ofMillis(300), false, GatewayService.OnFailure.ALLOW));
+                Duration.ofMillis(300), false, GatewayOptions.OnFailure.ALLOW));
         // S3Proxy's start inside Stack replaces Log4j's context, so the first Stack of a JVM would log
         // nothing; configuring again once everything runs puts the decision log back in Stack.LOG
         Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");

@@ -23,7 +23,7 @@ class ObserverOutageIT {
                 factor: 2
                 default: {rate: 1000, burst: 100}
                 """, new LocalStack.Settings(3, Duration.ofSeconds(2), Duration.ofMillis(200), Duration.ofMillis(200), true,
-                dev.levee.gateway.GatewayService.OnFailure.DENY))) {
+                dev.levee.gateway.GatewayOptions.OnFailure.DENY))) {
             s.direct.createBucket(b -> b.bucket("outage"));
             var client = s.stack.client();
             assertThat(client.view().limiters()).hasSize(3);
@@ -44,7 +44,7 @@ class ObserverOutageIT {
     @Test
     void limiterExposesPrometheusMetrics() throws Exception {
         try (Stack s = new Stack("default: {rate: 1000, burst: 100}\n", new LocalStack.Settings(1, Duration.ofSeconds(2),
-                Duration.ofMillis(200), Duration.ofMillis(200), true, dev.levee.gateway.GatewayService.OnFailure.ALLOW))) {
+                Duration.ofMillis(200), Duration.ofMillis(200), true, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW))) {
             s.direct.createBucket(b -> b.bucket("metered"));
             s.gateway.listObjectsV2(b -> b.bucket("metered"));
             var limiter = s.stack.limiters().get(0).address();

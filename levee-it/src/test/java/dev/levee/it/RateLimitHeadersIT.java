@@ -6,7 +6,7 @@ import dev.levee.stack.EmbeddedNginx;
 import dev.levee.stack.LocalStack;
 import dev.levee.stack.NginxConfig;
 import dev.levee.client.ClientService;
-import dev.levee.gateway.GatewayService;
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
@@ -81,7 +81,7 @@ class RateLimitHeadersIT {
                       - prefix: ""
                         quota: {rate: 2, burst: 1, mode: shadow}
                 """.formatted(TIGHT, FRESH, FRESH_GW, FRESH_LINE, SHADOW), new LocalStack.Settings(2, Duration.ofSeconds(2),
-                Duration.ofMillis(300), Duration.ofMillis(300), true, GatewayService.OnFailure.ALLOW));
+                Duration.ofMillis(300), Duration.ofMillis(300), true, GatewayOptions.OnFailure.ALLOW));
         Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
         for (String b : List.of(TIGHT, FRESH, FRESH_GW, FRESH_LINE, SHADOW)) {
             stack.direct.createBucket(r -> r.bucket(b));

@@ -45,7 +45,7 @@ class RateLimitIT {
         // on_failure=deny: a check that fails under load is refused, so what the bound counts is what the
         // limiters admitted (with allow, an overloaded machine would let failed checks through unlimited)
         stack = new Stack(QUOTAS, new LocalStack.Settings(4, Duration.ofSeconds(2), Duration.ofMillis(300),
-                Duration.ofMillis(300), true, dev.levee.gateway.GatewayService.OnFailure.DENY));
+                Duration.ofMillis(300), true, dev.levee.gateway.GatewayOptions.OnFailure.DENY));
         for (String b : List.of("limited", "killtest", "roomy", "longkeys")) {
             stack.direct.createBucket(r -> r.bucket(b));
         }

@@ -45,7 +45,7 @@ class WireIT {
                 factor: 4
                 default: {rate: 1000, burst: 100}
                 """, new LocalStack.Settings(2, Duration.ofSeconds(2), Duration.ofMillis(300), Duration.ofMillis(300),
-                true, dev.levee.gateway.GatewayService.OnFailure.ALLOW));
+                true, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW));
         http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     }
 

@@ -2,6 +2,7 @@ package dev.levee.stack;
 
 import dev.levee.client.LeveeClient;
 import dev.levee.config.QuotaSource;
+import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
 import dev.levee.limiter.LimiterService;
 import dev.levee.observer.ObserverService;
@@ -10,6 +11,7 @@ import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,17 +36,17 @@ public final class LocalStack implements AutoCloseable {
      * @param ui         the observer serves its live page at {@code /ui/} (docs/stats-page.md)
      */
     public record Settings(int limiters, Duration ttl, Duration heartbeat, Duration refresh, boolean enforce,
-                           GatewayService.OnFailure onFailure, boolean ui) {
+                           GatewayOptions.OnFailure onFailure, boolean ui) {
         /** Settings without the observer's live page. */
         public Settings(int limiters, Duration ttl, Duration heartbeat, Duration refresh, boolean enforce,
-                        GatewayService.OnFailure onFailure) {
+                        GatewayOptions.OnFailure onFailure) {
             this(limiters, ttl, heartbeat, refresh, enforce, onFailure, false);
         }
 
         /** Defaults for the demo and tests: 4 limiters, TTL 2 s, heartbeat 500 ms, refresh 500 ms. */
         public static Settings defaults() {
             return new Settings(4, Duration.ofSeconds(2), Duration.ofMillis(500), Duration.ofMillis(500), true,
-                    GatewayService.OnFailure.ALLOW);
+                    GatewayOptions.OnFailure.ALLOW);
         }
     }
 
@@ -102,9 +104,9 @@ public final class LocalStack implements AutoCloseable {
         // one JVM on two cores carries the backend, the SDK and every component: a check gets 1 s
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
-        GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
-                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256)
-                .withHealthToken(HEALTH_TOKEN), client, registry));
+        GatewayService gateway = await(GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", backend))
+                .listen(any).admin(any).enforce(settings.enforce()).onFailure(settings.onFailure())
+                .healthToken(HEALTH_TOKEN).build(), client, SystemTicker.INSTANCE, Clock.systemUTC(), registry));
         LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
         stack.waitForLimiters(settings.limiters());
         return stack;
@@ -144,9 +146,9 @@ public final class LocalStack implements AutoCloseable {
         }
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
-        GatewayService gateway = await(GatewayService.start(vertx, new GatewayService.Options(any, any,
-                new HostPort("127.0.0.1", backend), settings.enforce(), settings.onFailure(), Duration.ofSeconds(60), 256)
-                .withHealthToken(HEALTH_TOKEN), client, registry));
+        GatewayService gateway = await(GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", backend))
+                .listen(any).admin(any).enforce(settings.enforce()).onFailure(settings.onFailure())
+                .healthToken(HEALTH_TOKEN).build(), client, SystemTicker.INSTANCE, Clock.systemUTC(), registry));
         LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
         stack.extras.addAll(leases);
         stack.extras.add(membership);
