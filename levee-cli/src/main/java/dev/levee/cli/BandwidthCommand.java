@@ -1,13 +1,13 @@
 package dev.levee.cli;
 
-import dev.levee.gateway.ByteUnits;
-import dev.levee.gateway.site.Claim;
-import dev.levee.gateway.site.EtcdShareStore;
-import dev.levee.gateway.site.GatewayEntry;
-import dev.levee.gateway.site.Resource;
-import dev.levee.gateway.site.ShareStore;
-import dev.levee.gateway.site.SiteBudget;
+import dev.levee.core.ByteUnits;
+import dev.levee.etcd.EtcdShareStore;
 import dev.levee.governor.Direction;
+import dev.levee.lease.Claim;
+import dev.levee.lease.GatewayEntry;
+import dev.levee.lease.Resource;
+import dev.levee.lease.ShareStore;
+import dev.levee.lease.SiteBudget;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import java.nio.charset.StandardCharsets;

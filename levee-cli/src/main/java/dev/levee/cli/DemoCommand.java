@@ -173,8 +173,8 @@ final class DemoCommand implements Callable<Integer> {
         startFreshLog(logTarget);
         if (gateways > 1) {
             Logging.configure(logTarget, "levee-demo", "INFO");
-            dev.levee.gateway.site.SiteBudget budget = siteBudget == null
-                    ? new dev.levee.gateway.site.SiteBudget(siteDownload, 0, 0, 0, java.util.Map.of())
+            dev.levee.lease.SiteBudget budget = siteBudget == null
+                    ? new dev.levee.lease.SiteBudget(siteDownload, 0, 0, 0, java.util.Map.of())
                     : SiteDemo.readBudget(siteBudget);
             int rc = SiteDemo.run(System.out, gateways, budget, duration);
             Logging.shutdown();

@@ -1,16 +1,16 @@
 package dev.levee.cli;
 
 import dev.levee.client.LeveeClient;
+import dev.levee.core.ByteUnits;
 import dev.levee.gateway.AnonymousPolicy;
-import dev.levee.gateway.ByteUnits;
 import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
-import dev.levee.gateway.SiteSettings;
-import dev.levee.gateway.site.ShareKeeper;
 import dev.levee.gateway.PrincipalDirectory;
+import dev.levee.gateway.SiteSettings;
 import dev.levee.governor.AdmissionConfig;
 import dev.levee.governor.GovernorConfig;
+import dev.levee.lease.ShareKeeper;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;

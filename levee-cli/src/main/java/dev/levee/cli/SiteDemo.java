@@ -1,16 +1,16 @@
 package dev.levee.cli;
 
 import com.google.common.util.concurrent.RateLimiter;
-import dev.levee.gateway.ByteUnits;
+import dev.levee.core.ByteUnits;
+import dev.levee.etcd.EtcdShareStore;
 import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
 import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.PrincipalDirectory;
 import dev.levee.gateway.ReadyReport;
 import dev.levee.gateway.SiteSettings;
-import dev.levee.gateway.site.EtcdShareStore;
-import dev.levee.gateway.site.ShareKeeper;
-import dev.levee.gateway.site.SiteBudget;
+import dev.levee.lease.ShareKeeper;
+import dev.levee.lease.SiteBudget;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.stack.EmbeddedEtcd;

@@ -373,7 +373,7 @@ class MainTest {
         dev.levee.gateway.SiteSettings site = defaults.options().governance().site();
         assertThat(site.etcdEndpoints()).containsExactly("http://127.0.0.1:2379", "http://127.0.0.1:22379");
         assertThat(site.prefix()).isEqualTo("/levee");
-        assertThat(site.keeper()).isEqualTo(new dev.levee.gateway.site.ShareKeeper.Settings("127.0.0.1:9100",
+        assertThat(site.keeper()).isEqualTo(new dev.levee.lease.ShareKeeper.Settings("127.0.0.1:9100",
                 java.time.Duration.ofSeconds(5), java.time.Duration.ofSeconds(1), 0.01, java.time.Duration.ofMillis(100),
                 java.time.Duration.ofSeconds(1), 3));
         GatewayCommand set = new GatewayCommand();
@@ -381,7 +381,7 @@ class MainTest {
                 "--etcd", "http://127.0.0.1:2379", "--gateway-id", "gw-7", "--lease-ttl", "9s", "--renew-interval", "3s",
                 "--lease-drift", "2%", "--lease-margin", "250ms", "--etcd-prefix", "/site");
         dev.levee.gateway.SiteSettings s2 = set.options().governance().site();
-        assertThat(s2.keeper()).isEqualTo(new dev.levee.gateway.site.ShareKeeper.Settings("gw-7",
+        assertThat(s2.keeper()).isEqualTo(new dev.levee.lease.ShareKeeper.Settings("gw-7",
                 java.time.Duration.ofSeconds(9), java.time.Duration.ofSeconds(3), 0.02, java.time.Duration.ofMillis(250),
                 java.time.Duration.ofSeconds(3), 3));
         assertThat(s2.prefix()).isEqualTo("/site");
@@ -637,7 +637,7 @@ class MainTest {
                 Files.readString(root.resolve("examples/bucket.yaml")), "examples/bucket.yaml");
         assertThat(b.prefixes()).hasSize(3);
         // the site budget, as 'levee bandwidth import' and 'levee demo --site-budget' read it
-        dev.levee.gateway.site.SiteBudget site = dev.levee.gateway.site.SiteBudget.parse("examples/site-budget.yaml",
+        dev.levee.lease.SiteBudget site = dev.levee.lease.SiteBudget.parse("examples/site-budget.yaml",
                 Files.readString(root.resolve("examples/site-budget.yaml")));
         assertThat(site.download()).isEqualTo(30L << 20);
         assertThat(site.ceiling(dev.levee.governor.Direction.DOWNLOAD, "svc-backup")).isEqualTo(10L << 20);

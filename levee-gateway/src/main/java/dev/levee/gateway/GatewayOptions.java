@@ -1,5 +1,6 @@
 package dev.levee.gateway;
 
+import dev.levee.core.ByteUnits;
 import dev.levee.runtime.HostPort;
 import java.time.Duration;
 import java.util.Objects;

@@ -1,6 +1,7 @@
 package dev.levee.gateway;
 
 import dev.levee.client.LeveeClient;
+import dev.levee.core.ByteUnits;
 import dev.levee.core.S3Operation;
 import dev.levee.core.Ticker;
 import dev.levee.governor.Direction;

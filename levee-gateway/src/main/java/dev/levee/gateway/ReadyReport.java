@@ -98,7 +98,7 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
                              long budgetRejected, Map<String, SiteDirection> directions) {
 
         /** Builds the section from the keeper's status. */
-        public static SiteReport of(dev.levee.gateway.site.ShareKeeper.Status s) {
+        public static SiteReport of(dev.levee.lease.ShareKeeper.Status s) {
             Map<String, SiteDirection> dirs = new java.util.LinkedHashMap<>();
             for (dev.levee.governor.Direction d : dev.levee.governor.Direction.values()) {
                 dirs.put(d.name().toLowerCase(java.util.Locale.ROOT), new SiteDirection(s.budgets().get(d),

@@ -1,6 +1,6 @@
 package dev.levee.gateway;
 
-import dev.levee.gateway.site.ShareKeeper;
+import dev.levee.lease.ShareKeeper;
 import java.util.List;
 import java.util.Objects;
 

@@ -2,15 +2,17 @@ package dev.levee.gateway;
 
 import dev.levee.core.Ticker;
 import dev.levee.etcd.Etcd;
-import dev.levee.gateway.site.DemandEstimator;
-import dev.levee.gateway.site.EtcdShareStore;
-import dev.levee.gateway.site.Resource;
-import dev.levee.gateway.site.ShareKeeper;
-import dev.levee.gateway.site.ShareStore;
-import dev.levee.gateway.site.SiteBudget;
+import dev.levee.etcd.EtcdShareStore;
 import dev.levee.governor.BandwidthGovernor;
 import dev.levee.governor.Direction;
 import dev.levee.governor.GovernorConfig;
+import dev.levee.lease.DemandEstimator;
+import dev.levee.lease.LeaseLog;
+import dev.levee.lease.Resource;
+import dev.levee.lease.ShareKeeper;
+import dev.levee.lease.ShareStore;
+import dev.levee.lease.SiteBudget;
+import dev.levee.lease.SiteLease;
 import io.etcd.jetcd.Client;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -18,6 +20,8 @@ import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Connects a gateway's governors to its {@link ShareKeeper} (docs/design.md §10): estimates demand from
@@ -37,6 +41,12 @@ import java.util.concurrent.TimeUnit;
  * probes while part of its budget lies unclaimed asks for all of that part at once. A direction's
  * evidence of waiting leaves out principals held back by their own bucket (a site ceiling or a
  * local rate): they wait for that bucket, not for the direction's share.
+ *
+ * <h2>One value</h2>
+ * The rates, the governors' ownership check ({@link #owned}) and the gateway's fail-closed state
+ * (its 503s, {@code /health/ready}, the failing-closed WARN) all read the keeper's one published
+ * {@link SiteLease}: rates from the value handed to {@link #apply}, the others from {@link
+ * ShareKeeper#lease()} and {@link ShareKeeper#status()}, which read it whole.
  */
 final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareListener, AutoCloseable {
 
@@ -44,6 +54,7 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     private final ScheduledExecutorService loop;
     private final Client client;
     private final ShareKeeper keeper;
+    private final Ticker ticker;
     /** The principals that may open streams: the accounts and the anonymous principal. */
     private final java.util.Set<String> principals;
     private final Map<Direction, BandwidthGovernor> governors = new EnumMap<>(Direction.class);
@@ -61,6 +72,7 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
 
     SiteShares(GovernanceSettings settings, Ticker ticker, ShareStore store) {
         this.settings = settings;
+        this.ticker = ticker;
         java.util.Set<String> ids = new java.util.HashSet<>();
         settings.principals().accounts().forEach(a -> ids.add(a.id()));
         ids.add(settings.anonymousPrincipal());
@@ -87,7 +99,7 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
                     loop.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
                 }
             }
-        }, this, this);
+        }, this, this, new Slf4jLeaseLog(LoggerFactory.getLogger(ShareKeeper.class)));
         this.previousAt = ticker.read();
     }
 
@@ -108,13 +120,13 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
 
     /** A stream opened: when its direction or principal holds no share yet, ask for a round now. */
     void opened(Direction d, String principal) {
-        SiteBudget b = keeper.budget();
+        SiteLease l = keeper.lease();
+        SiteBudget b = l.budget();
         if (b == null) {
             return;
         }
-        Map<Resource, Long> s = keeper.shares();
-        if ((b.budget(d) > 0 && s.getOrDefault(Resource.of(d), 0L) == 0)
-                || (b.ceiling(d, principal) > 0 && s.getOrDefault(Resource.of(d, principal), 0L) == 0)) {
+        if ((b.budget(d) > 0 && l.share(Resource.of(d)) == 0)
+                || (b.ceiling(d, principal) > 0 && l.share(Resource.of(d, principal)) == 0)) {
             keeper.requestRound();
         }
     }
@@ -181,16 +193,16 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     }
 
     @Override
-    public void apply(SiteBudget budget, Map<Resource, Long> shares) {
+    public void apply(SiteLease lease) {
         boolean owned;
         for (Direction d : Direction.values()) {
             BandwidthGovernor g = governors.get(d);
             if (g == null) {
                 continue;
             }
-            GovernorConfig next = config(settings.governorConfig(d), budget, shares, g, keeper.status().gateways(),
-                    principals);
-            owned = keeper.owned(d);
+            GovernorConfig next = config(settings.governorConfig(d), lease.budget(), lease.shares(), g,
+                    keeper.status().gateways(), principals);
+            owned = lease.owned(d, ticker.read());
             if (!next.equals(g.config())) {
                 g.reconfigure(next);
             } else if (owned) {
@@ -302,6 +314,29 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
             }
         }
         return false;
+    }
+
+    /** The keeper's log lines, through the gateway's logger. */
+    private record Slf4jLeaseLog(Logger log) implements LeaseLog {
+        @Override
+        public void debug(String pattern, Object... args) {
+            log.debug(pattern, args);
+        }
+
+        @Override
+        public void info(String pattern, Object... args) {
+            log.info(pattern, args);
+        }
+
+        @Override
+        public void warn(String pattern, Object... args) {
+            log.warn(pattern, args);
+        }
+
+        @Override
+        public void error(String pattern, Object... args) {
+            log.error(pattern, args);
+        }
     }
 
     @Override

@@ -2,10 +2,10 @@ package dev.levee.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.gateway.site.Resource;
-import dev.levee.gateway.site.SiteBudget;
 import dev.levee.governor.Direction;
 import dev.levee.governor.GovernorConfig;
+import dev.levee.lease.Resource;
+import dev.levee.lease.SiteBudget;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 

@@ -48,7 +48,7 @@ class BandwidthCommandIT {
                 var kv = IT.client().getKVClient().get(io.etcd.jetcd.ByteSequence.from(prefix + "/bandwidth/budget",
                         java.nio.charset.StandardCharsets.UTF_8)).get(10, TimeUnit.SECONDS);
                 String doc = kv.getKvs().get(0).getValue().toString(java.nio.charset.StandardCharsets.UTF_8);
-                var budget = dev.levee.gateway.site.SiteBudget.parse("the budget", doc);
+                var budget = dev.levee.lease.SiteBudget.parse("the budget", doc);
                 assertThat(budget.download()).as("round %d:\n%s", round, doc).isEqualTo(10L << 20);
                 assertThat(budget.upload()).as("round %d:\n%s", round, doc).isEqualTo(5L << 20);
                 assertThat(budget.principals()).as("round %d:\n%s", round, doc).hasSize(6);

@@ -2,12 +2,12 @@ package dev.levee.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.gateway.site.Claim;
-import dev.levee.gateway.site.EtcdShareStore;
-import dev.levee.gateway.site.GatewayEntry;
-import dev.levee.gateway.site.Resource;
-import dev.levee.gateway.site.ShareStore;
+import dev.levee.etcd.EtcdShareStore;
 import dev.levee.governor.Direction;
+import dev.levee.lease.Claim;
+import dev.levee.lease.GatewayEntry;
+import dev.levee.lease.Resource;
+import dev.levee.lease.ShareStore;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;

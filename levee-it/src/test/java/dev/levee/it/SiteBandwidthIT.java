@@ -5,12 +5,12 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.levee.cli.Main;
-import dev.levee.gateway.site.DemandEstimator;
-import dev.levee.gateway.site.EtcdShareStore;
-import dev.levee.gateway.site.GatewayEntry;
-import dev.levee.gateway.site.Resource;
-import dev.levee.gateway.site.ShareStore;
+import dev.levee.etcd.EtcdShareStore;
 import dev.levee.governor.Direction;
+import dev.levee.lease.DemandEstimator;
+import dev.levee.lease.GatewayEntry;
+import dev.levee.lease.Resource;
+import dev.levee.lease.ShareStore;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import java.io.ByteArrayOutputStream;
@@ -205,7 +205,7 @@ class SiteBandwidthIT {
         // and g1, g2 to 10 each; the first estimator of item 2 froze g0 at 5.86, 17 % above what its clients read, because
         // rounds in which most quanta waited a moment for tokens were taken for a stalled gateway's). Each snapshot off by
         // more is printed with g0's demand and what its clients read since the snapshot before.
-        long[] real = dev.levee.gateway.site.MaxMinFair.allocate(B, DEMAND);
+        long[] real = dev.levee.lease.MaxMinFair.allocate(B, DEMAND);
         // First the estimator's horizon (10 rounds): rounds from before the shares converged are still in it, when the
         // fresh connections' socket buffers were filling from the newcomers' 10 MiB/s and grants ran above what the
         // clients read. A departure in it is the start-up transient, printed, not asserted: in 14 runs every failure
@@ -678,7 +678,7 @@ class SiteBandwidthIT {
         for (int i = 0; i < es.size(); i++) {
             demands[i] = es.get(i).claim(Resource.of(Direction.DOWNLOAD)).demand();
         }
-        long[] fair = dev.levee.gateway.site.MaxMinFair.allocate(B, demands);
+        long[] fair = dev.levee.lease.MaxMinFair.allocate(B, demands);
         for (int i = 0; i < es.size(); i++) {
             long share = es.get(i).claim(Resource.of(Direction.DOWNLOAD)).share();
             assertThat((double) share).as("%s: share %d, fair %d of demands %s", es.get(i).gatewayId(), share, fair[i],

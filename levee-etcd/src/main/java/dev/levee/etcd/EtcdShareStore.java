@@ -1,6 +1,8 @@
-package dev.levee.gateway.site;
+package dev.levee.etcd;
 
-import dev.levee.etcd.Etcd;
+import dev.levee.lease.GatewayEntry;
+import dev.levee.lease.ShareStore;
+import dev.levee.lease.SiteBudget;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;

@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

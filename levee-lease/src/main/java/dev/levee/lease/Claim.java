@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 /**
  * One gateway's claim on one {@link Resource}, as published in etcd (docs/design.md §10).

@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 import java.util.List;
 import java.util.Map;
@@ -6,7 +6,8 @@ import java.util.concurrent.CompletionStage;
 
 /**
  * The shared state of site leases (docs/design.md §10), as {@link ShareKeeper} needs it: etcd in
- * production ({@link EtcdShareStore}), a model with message loss, delays and crashes in tests.
+ * production ({@code dev.levee.etcd.EtcdShareStore}, in levee-etcd), a model with message loss,
+ * delays and crashes in tests.
  *
  * <p>The invariant Σ shares ≤ budget is kept by the store's one guard: every write that raises a
  * share is conditional on the guard revision read with the view and moves it on; writes that only

@@ -1,11 +1,11 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeType;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
-import dev.levee.gateway.ByteUnits;
+import dev.levee.core.ByteUnits;
 import dev.levee.governor.Direction;
 import dev.levee.governor.GovernorConfig;
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
+import dev.levee.core.ByteUnits;
 import dev.levee.core.Ticker;
 import dev.levee.governor.Direction;
 import java.time.Duration;
@@ -15,8 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * Holds one gateway's shares of the site-wide bandwidth budgets through a finite lease (docs/design.md
@@ -40,6 +40,11 @@ import org.slf4j.LoggerFactory;
  * use ≤ Σ live shares: a share is used only after the write that raised it, a lowered share stops
  * being used before the write, and a share whose lease may have expired is not used at all.
  *
+ * <p><b>One value.</b> What the gateway may use — lease id, local deadline, budget with its
+ * per-principal ceilings, shares — is one immutable {@link SiteLease}, replaced whole through one
+ * atomic reference ({@link #lease()}). The listener is handed the value just published; {@link
+ * #owned}, {@link #shares()}, {@link #budget()} and {@link #status()} each read one value.
+ *
  * <p><b>Fail closed.</b> {@link #owned(Direction)} answers false for a budgeted direction while
  * the local deadline has passed, before the first budget has been read, and after the lease was
  * lost: the gateway's governors then grant nothing (docs/design.md §8 fencing). It recovers by itself
@@ -49,8 +54,6 @@ import org.slf4j.LoggerFactory;
  * #status()} may be called from any thread.
  */
 public final class ShareKeeper implements AutoCloseable {
-
-    private static final Logger LOG = LoggerFactory.getLogger(ShareKeeper.class);
 
     /**
      * Timing and identity.
@@ -136,10 +139,10 @@ public final class ShareKeeper implements AutoCloseable {
     @FunctionalInterface
     public interface ShareListener {
         /**
-         * @param budget the budget in force
-         * @param shares the shares to use now, by resource (absent = none yet: hold)
+         * @param lease the value just published (its budget is not null): the budget in force and the
+         *              shares to use now, by resource (absent = none yet: hold)
          */
-        void apply(SiteBudget budget, Map<Resource, Long> shares);
+        void apply(SiteLease lease);
     }
 
     /**
@@ -161,17 +164,21 @@ public final class ShareKeeper implements AutoCloseable {
      * @param leaseLosses      leases found expired
      * @param budgetRejected   budget documents refused (the last good stays in force)
      * @param gateways         live gateways seen at the last read
+     * @param closed           the directions failing closed at the snapshot's instant: those whose
+     *                         governors the same {@link SiteLease} refuses ({@link SiteLease#owned})
      */
     public record Status(String gatewayId, String incarnation, boolean budgetKnown, boolean leaseHeld,
                          long validForNanos, Map<Direction, Long> shares, Map<Direction, Long> demands,
                          Map<Direction, Long> budgets, Map<Direction, Integer> principalShares, long renewalsOk,
                          long renewalsFailed, long writes, long conflicts, long leaseLosses, long budgetRejected,
-                         int gateways) {
-        /** Whether a budgeted direction is failing closed now. */
+                         int gateways, Set<Direction> closed) {
+        public Status {
+            closed = Set.copyOf(closed);
+        }
+
+        /** Whether a budgeted direction is failing closed now: its governors grant nothing. */
         public boolean failingClosed(Direction d) {
-            long b = budgets.getOrDefault(d, 0L);
-            boolean budgeted = !budgetKnown || b != 0 || principalShares.getOrDefault(d, 0) > 0;
-            return budgeted && (!budgetKnown || !leaseHeld || validForNanos <= 0);
+            return closed.contains(d);
         }
     }
 
@@ -181,13 +188,12 @@ public final class ShareKeeper implements AutoCloseable {
     private final Loop loop;
     private final DemandSource demandSource;
     private final ShareListener listener;
+    private final LeaseLog log;
     private final String incarnation = UUID.randomUUID().toString();
 
+    /** What may be used now: written on the loop only (one writer), read anywhere. */
+    private final AtomicReference<SiteLease> lease;
     // written on the loop, read anywhere
-    private volatile long leaseId;
-    private volatile long deadline;
-    private volatile SiteBudget budget;
-    private volatile Map<Resource, Long> shares = Map.of();
     private volatile Map<Resource, Long> lastDemands = Map.of();
     private volatile int gateways = 1;
     private volatile boolean closed;
@@ -212,19 +218,32 @@ public final class ShareKeeper implements AutoCloseable {
     private final AtomicLong budgetRejected = new AtomicLong();
 
     /**
-     * Creates a keeper; {@link #start()} runs its first round.
+     * Creates a keeper that logs nothing; {@link #start()} runs its first round.
      *
      * @throws NullPointerException if an argument is null
      */
     public ShareKeeper(Settings settings, ShareStore store, Ticker ticker, Loop loop, DemandSource demandSource,
                        ShareListener listener) {
+        this(settings, store, ticker, loop, demandSource, listener, LeaseLog.none());
+    }
+
+    /**
+     * Creates a keeper; {@link #start()} runs its first round.
+     *
+     * @param log where grants, losses, budgets and failed store calls are said
+     * @throws NullPointerException if an argument is null
+     */
+    public ShareKeeper(Settings settings, ShareStore store, Ticker ticker, Loop loop, DemandSource demandSource,
+                       ShareListener listener, LeaseLog log) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.store = Objects.requireNonNull(store, "store");
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.loop = Objects.requireNonNull(loop, "loop");
         this.demandSource = Objects.requireNonNull(demandSource, "demandSource");
         this.listener = Objects.requireNonNull(listener, "listener");
-        this.deadline = ticker.read(); // expired: 0 is not "long ago" on a ticker whose origin is arbitrary
+        this.log = Objects.requireNonNull(log, "log");
+        // expired: 0 is not "long ago" on a ticker whose origin is arbitrary
+        this.lease = new AtomicReference<>(SiteLease.initial(ticker.read()));
     }
 
     /** Starts the rounds. */
@@ -243,24 +262,22 @@ public final class ShareKeeper implements AutoCloseable {
      * passed (docs/design.md §10 fail closed). Cheap: one clock read.
      */
     public boolean owned(Direction d) {
-        SiteBudget b = budget;
-        if (b == null) {
-            return false;
-        }
-        if (b.budget(d) == 0 && !b.principalCeilings(d)) {
-            return true;
-        }
-        return leaseId != 0 && deadline - ticker.read() > 0;
+        return lease.get().owned(d, ticker.read());
+    }
+
+    /** Returns the value in force now: lease id, local deadline, budget, shares (see {@link SiteLease}). */
+    public SiteLease lease() {
+        return lease.get();
     }
 
     /** Returns the budget in force, or null before the first read. */
     public SiteBudget budget() {
-        return budget;
+        return lease.get().budget();
     }
 
     /** Returns the shares in use, by resource, bytes/s. */
     public Map<Resource, Long> shares() {
-        return shares;
+        return lease.get().shares();
     }
 
     /**
@@ -289,8 +306,11 @@ public final class ShareKeeper implements AutoCloseable {
 
     /** Returns a snapshot of the keeper's state, aggregated per direction. */
     public Status status() {
-        SiteBudget b = budget;
-        Map<Resource, Long> s = shares;
+        SiteLease l = lease.get();
+        long now = ticker.read();
+        SiteBudget b = l.budget();
+        Map<Resource, Long> s = l.shares();
+        Set<Direction> closed = new HashSet<>();
         Map<Resource, Long> dm = lastDemands;
         Map<Direction, Long> sh = new TreeMap<>();
         Map<Direction, Long> de = new TreeMap<>();
@@ -307,11 +327,13 @@ public final class ShareKeeper implements AutoCloseable {
                 }
             }
             ps.put(d, n);
+            if (!l.owned(d, now)) {
+                closed.add(d);
+            }
         }
-        long valid = leaseId == 0 ? 0 : deadline - ticker.read();
-        return new Status(settings.gatewayId(), incarnation, b != null, leaseId != 0, valid, sh, de, bu, ps,
+        return new Status(settings.gatewayId(), incarnation, b != null, l.held(), l.validFor(now), sh, de, bu, ps,
                 renewalsOk.get(), renewalsFailed.get(), writes.get(), conflicts.get(), leaseLosses.get(),
-                budgetRejected.get(), gateways);
+                budgetRejected.get(), gateways, closed);
     }
 
     /**
@@ -327,9 +349,9 @@ public final class ShareKeeper implements AutoCloseable {
                 return;
             }
             closed = true;
-            long id = leaseId;
-            leaseId = 0;
-            shares = Map.of();
+            SiteLease l = lease.get();
+            long id = l.id();
+            lease.set(l.lost(ticker.read()));
             if (id == 0) {
                 done.complete(null);
                 return;
@@ -339,7 +361,7 @@ public final class ShareKeeper implements AutoCloseable {
         try {
             done.get(settings.callTimeout().toMillis() + 500, java.util.concurrent.TimeUnit.MILLISECONDS);
         } catch (Exception e) {
-            LOG.debug("lease revoke on stop did not finish: {}", e.toString());
+            log.debug("lease revoke on stop did not finish: {}", e.toString());
         }
     }
 
@@ -357,7 +379,7 @@ public final class ShareKeeper implements AutoCloseable {
         renew(start).thenCompose(v -> readAndDivide(settings.conflictRetries()))
                 .whenComplete((v, e) -> hop(() -> {
                     if (e != null) {
-                        LOG.debug("site share round failed: {}", e.toString());
+                        log.debug("site share round failed: {}", e.toString());
                     }
                     roundRunning = false;
                     if (closed) {
@@ -372,23 +394,23 @@ public final class ShareKeeper implements AutoCloseable {
 
     private CompletionStage<Void> renew(long sent) {
         CompletableFuture<Void> out = new CompletableFuture<>();
-        long id = leaseId;
+        long id = lease.get().id();
         if (id == 0) {
-            timed(store.grant(settings.ttl().toSeconds())).whenComplete((lease, e) -> hop(() -> {
-                if (e != null || lease == null || lease.ttlSeconds() <= 0) {
+            timed(store.grant(settings.ttl().toSeconds())).whenComplete((granted, e) -> hop(() -> {
+                if (e != null || granted == null || granted.ttlSeconds() <= 0) {
                     renewalsFailed.incrementAndGet();
-                    LOG.debug("lease grant failed: {}", e == null ? "no TTL" : e.toString());
+                    log.debug("lease grant failed: {}", e == null ? "no TTL" : e.toString());
                 } else if (closed) {
-                    store.revoke(lease.id());
+                    store.revoke(granted.id());
                 } else {
-                    leaseId = lease.id();
+                    // a new lease: no earlier deadline carries over
+                    this.lease.set(this.lease.get().granted(granted.id(), ticker.read()));
                     lastWritten = null;
-                    deadline = ticker.read(); // a new lease: no earlier deadline carries over
                     wasValid = false;
-                    extend(sent, lease.ttlSeconds());
+                    extend(sent, granted.ttlSeconds());
                     renewalsOk.incrementAndGet();
-                    LOG.info("site lease {} granted to gateway {} (incarnation {}), TTL {} s", Long.toHexString(lease.id()),
-                            settings.gatewayId(), incarnation, lease.ttlSeconds());
+                    log.info("site lease {} granted to gateway {} (incarnation {}), TTL {} s", Long.toHexString(granted.id()),
+                            settings.gatewayId(), incarnation, granted.ttlSeconds());
                 }
                 out.complete(null);
             }));
@@ -396,11 +418,11 @@ public final class ShareKeeper implements AutoCloseable {
             timed(store.keepAlive(id)).whenComplete((ttl, e) -> hop(() -> {
                 if (e != null) {
                     renewalsFailed.incrementAndGet();
-                    LOG.debug("lease renewal failed: {}", e.toString());
+                    log.debug("lease renewal failed: {}", e.toString());
                 } else if (ttl == null || ttl <= 0) {
                     renewalsFailed.incrementAndGet();
                     leaseLost("the store no longer has it (expired)");
-                } else if (leaseId == id) {
+                } else if (lease.get().id() == id) {
                     extend(sent, ttl);
                     renewalsOk.incrementAndGet();
                 }
@@ -414,33 +436,35 @@ public final class ShareKeeper implements AutoCloseable {
     private void extend(long sent, long ttlSeconds) {
         long ttlNanos = ttlSeconds * 1_000_000_000L;
         long d = sent + (long) (ttlNanos * (1 - settings.drift())) - settings.margin().toNanos();
-        boolean valid = deadline - ticker.read() > 0;
-        if (!valid || d - deadline > 0) {
-            deadline = d;
+        SiteLease l = lease.get();
+        boolean valid = l.deadline() - ticker.read() > 0;
+        if (!valid || d - l.deadline() > 0) {
+            l = l.withDeadline(d);
+            lease.set(l);
         }
-        boolean nowValid = deadline - ticker.read() > 0;
-        if (nowValid && !wasValid && budget != null) {
-            LOG.info("site shares of gateway {} valid again", settings.gatewayId());
-            listener.apply(budget, shares); // wakes governors that stalled while fenced
+        boolean nowValid = l.deadline() - ticker.read() > 0;
+        if (nowValid && !wasValid && l.budget() != null) {
+            log.info("site shares of gateway {} valid again", settings.gatewayId());
+            listener.apply(l); // wakes governors that stalled while fenced
         }
         wasValid = nowValid;
     }
 
     private void leaseLost(String why) {
-        if (leaseId == 0) {
+        SiteLease l = lease.get();
+        if (l.id() == 0) {
             return;
         }
         leaseLosses.incrementAndGet();
-        LOG.warn("site lease of gateway {} lost ({}): failing closed until a new lease and shares are granted",
+        log.warn("site lease of gateway {} lost ({}): failing closed until a new lease and shares are granted",
                 settings.gatewayId(), why);
-        leaseId = 0;
-        deadline = ticker.read();
+        l = l.lost(ticker.read());
+        lease.set(l);
         wasValid = false;
         lastWritten = null;
         writeInDoubt = false; // a late write under the lost lease is refused (LEASE_GONE)
-        shares = Map.of();
-        if (budget != null) {
-            listener.apply(budget, shares);
+        if (l.budget() != null) {
+            listener.apply(l);
         }
     }
 
@@ -466,7 +490,7 @@ public final class ShareKeeper implements AutoCloseable {
 
     private CompletionStage<Void> divide(ShareStore.View view, int retriesLeft) {
         updateBudget(view);
-        SiteBudget b = budget;
+        SiteBudget b = lease.get().budget();
         if (b == null || closed) {
             return CompletableFuture.completedFuture(null);
         }
@@ -480,12 +504,12 @@ public final class ShareKeeper implements AutoCloseable {
             }
         }
         gateways = ids.size();
-        long id = leaseId;
+        long id = lease.get().id();
         if (id == 0) {
             return CompletableFuture.completedFuture(null);
         }
         long now = ticker.read();
-        Map<Resource, Long> current = shares;
+        Map<Resource, Long> current = lease.get().shares();
         if (roundDemands == null) { // once per round: a conflict's retry reuses it
             Map<Resource, Long> free = new HashMap<>();
             for (Direction d : Direction.values()) {
@@ -557,12 +581,11 @@ public final class ShareKeeper implements AutoCloseable {
         }
         // lower locally first
         if (!lowered.equals(current)) {
-            shares = Map.copyOf(lowered);
-            listener.apply(b, shares);
+            publishShares(lowered);
         }
         GatewayEntry entry = new GatewayEntry(settings.gatewayId(), incarnation, claims);
         if (own != null && !worthWriting(own, entry) && !(writeInDoubt && raisesLocally(target))) {
-            raiseLocally(b, target);
+            raiseLocally(target);
             return CompletableFuture.completedFuture(null);
         }
         if (own == null && claims.isEmpty() && lastWritten != null && lastWritten.claims().isEmpty()) {
@@ -574,7 +597,7 @@ public final class ShareKeeper implements AutoCloseable {
         timed(store.write(entry, id, guarded, view.guardRevision(), entryRevision)).whenComplete((res, e) -> hop(() -> {
             if (e != null) {
                 writeInDoubt = true;
-                LOG.debug("site share write failed: {}", e.toString());
+                log.debug("site share write failed: {}", e.toString());
                 out.complete(null);
                 return;
             }
@@ -583,8 +606,8 @@ public final class ShareKeeper implements AutoCloseable {
                     writes.incrementAndGet();
                     lastWritten = entry;
                     writeInDoubt = false; // the entry's revision moved: every earlier write of it is refused
-                    if (leaseId == id) {
-                        raiseLocally(b, target);
+                    if (lease.get().id() == id) {
+                        raiseLocally(target);
                     }
                     out.complete(null);
                 }
@@ -610,7 +633,7 @@ public final class ShareKeeper implements AutoCloseable {
 
     /** Whether {@link #raiseLocally} would raise a share in use. */
     private boolean raisesLocally(Map<Resource, Long> target) {
-        Map<Resource, Long> cur = shares;
+        Map<Resource, Long> cur = lease.get().shares();
         for (Map.Entry<Resource, Long> t : target.entrySet()) {
             if (t.getValue() > cur.getOrDefault(t.getKey(), 0L)) {
                 return true;
@@ -619,8 +642,8 @@ public final class ShareKeeper implements AutoCloseable {
         return false;
     }
 
-    private void raiseLocally(SiteBudget b, Map<Resource, Long> target) {
-        Map<Resource, Long> cur = shares;
+    private void raiseLocally(Map<Resource, Long> target) {
+        Map<Resource, Long> cur = lease.get().shares();
         Map<Resource, Long> next = new HashMap<>(cur);
         boolean changed = false;
         for (Map.Entry<Resource, Long> t : target.entrySet()) {
@@ -631,9 +654,15 @@ public final class ShareKeeper implements AutoCloseable {
             }
         }
         if (changed) {
-            shares = Map.copyOf(next);
-            listener.apply(b, shares);
+            publishShares(next);
         }
+    }
+
+    /** Publishes {@code next} as the shares in use and hands the new value to the listener (loop only). */
+    private void publishShares(Map<Resource, Long> next) {
+        SiteLease l = lease.get().withShares(next);
+        lease.set(l);
+        listener.apply(l);
     }
 
     /** Writes when a share differs, a claim appears or goes, or a demand moved by more than 10 %. */
@@ -658,6 +687,7 @@ public final class ShareKeeper implements AutoCloseable {
 
     private void updateBudget(ShareStore.View view) {
         String text = view.budgetText();
+        SiteBudget budget = lease.get().budget();
         if (budget != null && Objects.equals(text, budgetText)) {
             return;
         }
@@ -672,21 +702,22 @@ public final class ShareKeeper implements AutoCloseable {
                 throw new SiteBudget.InvalidBudgetException(problems);
             }
             if (budget == null || !parsed.equals(budget)) {
-                LOG.info("site budget in force: download {}, upload {}{}", dev.levee.gateway.ByteUnits.formatRate(parsed.download()),
-                        dev.levee.gateway.ByteUnits.formatRate(parsed.upload()),
+                log.info("site budget in force: download {}, upload {}{}", ByteUnits.formatRate(parsed.download()),
+                        ByteUnits.formatRate(parsed.upload()),
                         parsed.principalCeilings(Direction.DOWNLOAD) || parsed.principalCeilings(Direction.UPLOAD)
                                 ? ", with per-principal site ceilings" : "");
             }
             boolean changed = !parsed.equals(budget);
-            budget = parsed;
             budgetText = text;
             if (changed) {
-                listener.apply(parsed, shares);
+                SiteLease l = lease.get().withBudget(parsed);
+                lease.set(l);
+                listener.apply(l);
             }
         } catch (SiteBudget.InvalidBudgetException e) {
             budgetText = text; // do not repeat the message every round
             budgetRejected.incrementAndGet();
-            LOG.error("site budget refused, {} stays in force:\n{}", budget == null ? "no budget (failing closed)"
+            log.error("site budget refused, {} stays in force:\n{}", budget == null ? "no budget (failing closed)"
                     : "the last good budget", e.getMessage());
         }
     }

@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 import dev.levee.core.Ticker;
 import dev.levee.governor.Direction;
@@ -364,7 +364,7 @@ final class SiteModel {
             loop = new NodeLoop(this);
             incarnations++;
             keeper = new ShareKeeper(settings, new Link(this, loop), this, loop,
-                    (budget, shares, gateways, t) -> demands, (budget, shares) -> note(id + ": in use " + shares));
+                    (budget, shares, gateways, t) -> demands, l -> note(id + ": in use " + l.shares()));
             note(id + ": start incarnation " + keeper.incarnation().substring(0, 8));
             keeper.start();
         }

@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

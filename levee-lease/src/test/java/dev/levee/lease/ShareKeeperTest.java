@@ -1,12 +1,12 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
-import static dev.levee.gateway.site.ShareKeeperModelTest.CALL_TIMEOUT;
-import static dev.levee.gateway.site.ShareKeeperModelTest.DOWN;
-import static dev.levee.gateway.site.ShareKeeperModelTest.MARGIN;
-import static dev.levee.gateway.site.ShareKeeperModelTest.MIB;
-import static dev.levee.gateway.site.ShareKeeperModelTest.RENEW;
-import static dev.levee.gateway.site.ShareKeeperModelTest.RHO;
-import static dev.levee.gateway.site.ShareKeeperModelTest.TTL;
+import static dev.levee.lease.ShareKeeperModelTest.CALL_TIMEOUT;
+import static dev.levee.lease.ShareKeeperModelTest.DOWN;
+import static dev.levee.lease.ShareKeeperModelTest.MARGIN;
+import static dev.levee.lease.ShareKeeperModelTest.MIB;
+import static dev.levee.lease.ShareKeeperModelTest.RENEW;
+import static dev.levee.lease.ShareKeeperModelTest.RHO;
+import static dev.levee.lease.ShareKeeperModelTest.TTL;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.governor.Direction;
@@ -130,5 +130,51 @@ class ShareKeeperTest {
         m.run(SiteModel.ms(10_000), 100_000);
         assertThat(m.violation()).isNull();
         assertThat(m.store.shares(DOWN).values()).containsExactlyInAnyOrder(MIB, 7 * MIB, 7 * MIB);
+    }
+
+    @Test
+    void statusFailsClosedExactlyWhereTheGovernorsAreRefused() {
+        // A budget of per-principal ceilings only (no direction budget) and no principal holding a share here:
+        // past the local deadline the governors' ownership check refused every download (and the gateway
+        // answered 503), while the status — /health/ready, the failing-closed WARN, the metric — counted the
+        // direction as budgeted only once a principal held a share, and said it was not failing closed. Both
+        // now read the one published SiteLease.
+        SiteModel m = new SiteModel(1, SiteModel.Faults.none(SiteModel.ms(1), SiteModel.ms(1)), true);
+        m.store.setBudget(ShareKeeperModelTest.budget(0, 0, 10 * MIB));
+        SiteModel.Node n = node(m, "gw-0", 0);
+        n.demands = Map.of();
+        m.at(0, () -> n.start(settings("gw-0")));
+        m.at(SiteModel.ms(100), () -> n.pause(TTL.toNanos() * 3)); // no renewal after the first round
+        m.run(SiteModel.ms(50), 10_000);
+        assertThat(n.keeper.owned(Direction.DOWNLOAD)).as("owned after the first round").isTrue();
+        assertThat(n.keeper.status().failingClosed(Direction.DOWNLOAD)).isFalse();
+        assertThat(n.keeper.shares()).isEmpty();
+        m.run(TTL.toNanos(), 10_000);
+        assertThat(n.keeper.owned(Direction.DOWNLOAD)).as("owned past the local deadline").isFalse();
+        assertThat(n.keeper.status().failingClosed(Direction.DOWNLOAD)).as("status failing closed").isTrue();
+        assertThat(n.keeper.owned(Direction.UPLOAD)).as("upload has no site budget").isTrue();
+        assertThat(n.keeper.status().failingClosed(Direction.UPLOAD)).isFalse();
+    }
+
+    @Test
+    void everyChangeIsPublishedAsOneNewValue() {
+        // Lease id, deadline, budget and shares arrive together: each publication is a new SiteLease with the
+        // next epoch, and the listener is handed the value the keeper then holds.
+        SiteModel m = new SiteModel(1, SiteModel.Faults.none(SiteModel.ms(1), SiteModel.ms(1)), true);
+        m.store.setBudget(ShareKeeperModelTest.budget(30 * MIB, 0, 0));
+        SiteModel.Node n = node(m, "gw-0", 0);
+        m.at(0, () -> n.start(settings("gw-0")));
+        m.run(SiteModel.ms(50), 10_000);
+        SiteLease first = n.keeper.lease();
+        assertThat(first.held()).isTrue();
+        assertThat(first.budget()).isEqualTo(ShareKeeperModelTest.budget(30 * MIB, 0, 0));
+        assertThat(first.share(DOWN)).isEqualTo(30 * MIB);
+        assertThat(first.shares()).isEqualTo(n.keeper.shares());
+        assertThat(first.epoch()).isPositive();
+        m.run(SiteModel.ms(50) + RENEW.toNanos(), 10_000); // one renewal more: a later deadline, a new value
+        SiteLease second = n.keeper.lease();
+        assertThat(second.epoch()).isGreaterThan(first.epoch());
+        assertThat(second.deadline() - first.deadline()).isPositive();
+        assertThat(second.id()).isEqualTo(first.id());
     }
 }

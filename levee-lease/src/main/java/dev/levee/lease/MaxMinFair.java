@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 /**
  * Max-min fair division of a budget among demands (progressive filling, Bertsekas and Gallager,

@@ -1,4 +1,4 @@
-package dev.levee.gateway;
+package dev.levee.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

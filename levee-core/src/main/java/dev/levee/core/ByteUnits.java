@@ -1,4 +1,4 @@
-package dev.levee.gateway;
+package dev.levee.core;
 
 import java.math.BigDecimal;
 import java.util.Locale;

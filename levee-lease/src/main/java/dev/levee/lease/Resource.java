@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 import dev.levee.governor.Direction;
 import java.util.Objects;

@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 import dev.levee.governor.Direction;
 import java.time.Duration;
@@ -139,7 +139,7 @@ final class SiteSimulation {
     private static ShareKeeper startKeeper(SiteModel m, SiteModel.Node node, ShareKeeper.Settings s,
                                            ShareKeeper.DemandSource source) {
         SiteModel.NodeLoop loop = m.new NodeLoop(node);
-        ShareKeeper k = new ShareKeeper(s, m.new Link(node, loop), node, loop, source, (b, sh) -> {
+        ShareKeeper k = new ShareKeeper(s, m.new Link(node, loop), node, loop, source, l -> {
         });
         k.start();
         return k;

@@ -1,4 +1,4 @@
-package dev.levee.gateway.site;
+package dev.levee.lease;
 
 /**
  * Estimates what one resource (a direction's budget, or one principal's ceiling) on one gateway
