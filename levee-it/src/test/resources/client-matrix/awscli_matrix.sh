@@ -8,20 +8,8 @@ export AWS_ACCESS_KEY_ID="$AK" AWS_SECRET_ACCESS_KEY="$SK" AWS_DEFAULT_REGION=us
 export AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER=""
 W="$WORK"; mkdir -p "$W"
 a() { "$AWS" --endpoint-url "$EP" "$@"; }
-# fetch URL FILE: a presigned GET with curl; on another answer than 200, says which and the signature kind
-fetch() {
-  local code kind
-  case "$1" in *AWSAccessKeyId=*) kind="SigV2 query string" ;; *) kind="SigV4 query string" ;; esac
-  code=$(curl -sS -o "$2" -w '%{http_code}' "$1") || return 1
-  [ "$code" = 200 ] || { echo "$kind: HTTP $code $(head -c 200 "$2")" >&2; return 1; }
-}
-export -f fetch
-cell() { # op, then the command; the cell is ok when it exits 0
-  local op=$1; shift
-  if err=$("$@" 2>&1 >"$W/out"); then printf 'CELL\t%s\tok\t%s\n' "$op" "${DETAIL:-}"; else
-    printf 'CELL\t%s\tfail\t%s\n' "$op" "$(echo "$err" | tr '\n\t' '  ' | cut -c1-300)"; fi
-  DETAIL=""
-}
+. "$(dirname "$0")/matrix_common.sh"
+cell_error() { cat; } # the AWS CLI's whole error
 python3 -c 'import sys; sys.stdout.buffer.write(bytes((i * 7 + 3) % 251 for i in range(100000)))' >"$W/data"
 head -c $((9 * 1024 * 1024)) /dev/zero >"$W/big"
 printf 'VERSION\t%s\n' "$("$AWS" --version 2>&1)"

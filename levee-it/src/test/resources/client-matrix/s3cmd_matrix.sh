@@ -17,20 +17,7 @@ bucket_location = us-east-1
 CFG
 S() { s3cmd -c "$W/s3cfg" "$@"; }
 export -f S; export W
-# fetch URL FILE: a presigned GET with curl; on another answer than 200, says which and the signature kind
-fetch() {
-  local code kind
-  case "$1" in *AWSAccessKeyId=*) kind="SigV2 query string" ;; *) kind="SigV4 query string" ;; esac
-  code=$(curl -sS -o "$2" -w '%{http_code}' "$1") || return 1
-  [ "$code" = 200 ] || { echo "$kind: HTTP $code $(head -c 200 "$2")" >&2; return 1; }
-}
-export -f fetch
-cell() {
-  local op=$1; shift
-  if err=$("$@" 2>&1 >"$W/out"); then printf 'CELL\t%s\tok\t%s\n' "$op" "${DETAIL:-}"; else
-    printf 'CELL\t%s\tfail\t%s\n' "$op" "$(echo "$err" | grep -v '^$' | tail -3 | tr '\n\t' '  ' | cut -c1-300)"; fi
-  DETAIL=""
-}
+. "$(dirname "$0")/matrix_common.sh"
 python3 -c 'import sys; sys.stdout.buffer.write(bytes((i * 7 + 3) % 251 for i in range(100000)))' >"$W/data"
 head -c $((6 * 1024 * 1024)) /dev/zero >"$W/big"
 printf 'VERSION\t%s\n' "$(s3cmd --version)"

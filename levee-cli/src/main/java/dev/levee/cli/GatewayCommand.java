@@ -47,7 +47,7 @@ import picocli.CommandLine.Spec;
                 + " with the limiter cluster unless --no-enforce (NGINX checks).",
             "With --principals FILE it also shapes bytes per second per direction and per principal (service"
                 + " account) and limits uploads and downloads in flight per principal, and verifies the SigV4"
-                + " signatures of the keys the file gives a secret. Rates are bytes per second with units"
+                + " and SigV2 signatures of the keys the file gives a secret. Rates are bytes per second with units"
                 + " (4MiB/s, 10MB, 1048576); 0 switches that ceiling off. See docs/gateway.md."})
 final class GatewayCommand implements Callable<Integer> {
 
@@ -163,7 +163,7 @@ final class GatewayCommand implements Callable<Integer> {
 
     @Option(names = "--principals", paramLabel = "FILE",
             description = "YAML file of service accounts and their access key ids (at most 1000 keys), with the"
-                    + " secrets of the keys whose SigV4 signatures the gateway verifies; switches bandwidth"
+                    + " secrets of the keys whose SigV4 and SigV2 signatures the gateway verifies; switches bandwidth"
                     + " governance and admission on (docs/gateway.md)")
     Path principalsFile;
 

@@ -61,7 +61,8 @@ import org.slf4j.LoggerFactory;
  *       {@code Authorization}, presigned {@code X-Amz-Credential}, SigV2 forms), else the
  *       anonymous principal, or it is refused with {@code 403 AccessDenied} when anonymous
  *       requests are refused. When that key has a secret in the principals file, the claim
- *       counts only if the request's SigV4 signature verifies ({@link SigV4Verifier}); otherwise
+ *       counts only if the request's SigV4 or SigV2 signature verifies ({@link SigV4Verifier},
+ *       {@link SigV2Verifier}); otherwise
  *       the request is refused ({@code 403 SignatureDoesNotMatch}, {@code RequestTimeTooSkewed},
  *       {@code AccessDenied}, or {@code 400} when malformed) before anything is charged.</li>
  *   <li>Enforcement on: the request-rate check (docs/design.md §1); refusal is {@code 503 SlowDown}.</li>

@@ -98,8 +98,9 @@ final class Governance implements AutoCloseable {
      * Identifies a request: the account owning the access key id it claims, else the anonymous
      * principal, else nobody when anonymous requests are refused. An {@code OPTIONS} request (S3's
      * CORS preflight, unauthenticated in S3) is the anonymous principal, never verified nor refused. When the claimed key has a
-     * secret, the claim counts only if the request's SigV4 signature verifies
-     * ({@link SigV4Verifier}); otherwise the request is refused, charged to nobody.
+     * secret, the claim counts only if the request's signature verifies: SigV2 ({@link SigV2Verifier}, the
+     * virtual-hosted bucket read from Host by the base domains) or SigV4 ({@link SigV4Verifier}); otherwise the
+     * request is refused, charged to nobody.
      *
      * @param method    the HTTP method
      * @param rawPath   the path as received (percent-encoded)
@@ -118,8 +119,11 @@ final class Governance implements AutoCloseable {
         String key = Credentials.accessKeyId(headers.get("Authorization"), rawQuery);
         SigningSecret secret = settings.principals().secretOf(key);
         if (secret != null) {
-            SigV4Verifier.Verdict v = SigV4Verifier.verify(new SigV4Verifier.Request(method, rawPath, rawQuery, headers), key,
-                    secret, nowMillis, settings.maxClockSkew().toMillis());
+            SigV4Verifier.Request request = new SigV4Verifier.Request(method, rawPath, rawQuery, headers);
+            long skew = settings.maxClockSkew().toMillis();
+            SigV4Verifier.Verdict v = SigV2Verifier.claims(headers, rawQuery)
+                    ? SigV2Verifier.verify(request, key, secret, classifier.hostBucket(headers.get("Host")), nowMillis, skew)
+                    : SigV4Verifier.verify(request, key, secret, nowMillis, skew);
             if (!v.verified()) {
                 signaturesRefused.increment();
                 return new Identity(null, v);

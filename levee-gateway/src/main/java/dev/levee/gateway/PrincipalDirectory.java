@@ -34,8 +34,8 @@ public final class PrincipalDirectory {
      *                     default; empty = the default; {@code 0} = no per-principal ceiling
      * @param downloadRate likewise for downloads
      * @param secrets      the secrets of some of its keys (key id → secret): a request claiming
-     *                     one of these keys is charged to the account only if its SigV4 signature
-     *                     verifies ({@link SigV4Verifier}); a key without a secret is trusted as
+     *                     one of these keys is charged to the account only if its SigV4 or SigV2
+     *                     signature verifies ({@link SigV4Verifier}, {@link SigV2Verifier}); a key without a secret is trusted as
      *                     claimed
      */
     public record Account(String id, List<String> keys, OptionalLong uploadRate, OptionalLong downloadRate,
@@ -148,7 +148,7 @@ public final class PrincipalDirectory {
      *   svc-backup:
      *     keys:
      *       - AKIABACKUP                 # a key id alone: its claim is trusted
-     *       - id: AKIABACKUP2            # a key with its secret: its SigV4 signatures are verified
+     *       - id: AKIABACKUP2            # a key with its secret: its signatures are verified
      *         secret: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
      * </pre>
      *

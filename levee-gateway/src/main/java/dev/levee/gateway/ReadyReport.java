@@ -56,7 +56,7 @@ public record ReadyReport(String status, int inFlightRequests, GovernanceReport 
      * @param anonymous  {@code allow} or {@code refuse}
      * @param admission  per admission class ({@code mutatingUpload}, {@code download})
      * @param bandwidth  per direction ({@code upload}, {@code download})
-     * @param signatures the verification of SigV4 signatures for keys with a secret
+     * @param signatures the verification of SigV4 and SigV2 signatures for keys with a secret
      * @param site       the site leases (docs/design.md §10); absent when the gateway has no site budgets
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)

@@ -54,8 +54,9 @@ import javax.crypto.spec.SecretKeySpec;
  * <p>Times: a header-signed request is refused when its time is more than {@code maxSkew} away
  * from {@code now} ({@code RequestTimeTooSkewed}); a presigned URL when {@code now} is past
  * {@code X-Amz-Date + X-Amz-Expires} ({@code AccessDenied}, "Request has expired") or its date
- * is more than {@code maxSkew} ahead. Other signature schemes (SigV4a, SigV2) are refused for a
- * key with a secret, since the gateway cannot verify them.
+ * is more than {@code maxSkew} ahead. SigV2 requests go to {@link SigV2Verifier} ({@link
+ * SigV2Verifier#claims}); given one, this class refuses it as it refuses SigV4a, which the gateway
+ * cannot verify.
  */
 final class SigV4Verifier {
 
@@ -71,7 +72,7 @@ final class SigV4Verifier {
 
     private static final DateTimeFormatter ISO_BASIC = DateTimeFormatter.ofPattern("uuuuMMdd'T'HHmmss")
             .withResolverStyle(ResolverStyle.STRICT);
-    private static final String MISMATCH = "The request signature we calculated does not match the signature you"
+    static final String MISMATCH = "The request signature we calculated does not match the signature you"
             + " provided. Check your key and signing method.";
     private static final String QUERY_PARAMETERS = "Query-string authentication version 4 requires the X-Amz-Algorithm,"
             + " X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.";
@@ -138,12 +139,19 @@ final class SigV4Verifier {
         if (Param.find(query, "X-Amz-Credential") != null) {
             return verifyPresigned(request, query, keyId, secret, nowMillis, maxSkewMillis);
         }
-        return unsupported("signature version 2");
+        return notSigV4();
+    }
+
+    /** A SigV2 request, which {@link SigV2Verifier} verifies: the gateway never sends one here. */
+    private static Verdict notSigV4() {
+        return Verdict.refuse(403, "AccessDenied", "Not an AWS Signature Version 4 request.",
+                "a SigV2 request given to the SigV4 verifier");
     }
 
     private static Verdict unsupported(String scheme) {
         return Verdict.refuse(403, "AccessDenied", "This gateway verifies the signatures of this access key and accepts"
-                + " AWS Signature Version 4 (AWS4-HMAC-SHA256) only, not " + scheme + ".", scheme + " for a key with a secret");
+                + " AWS Signature Version 4 (AWS4-HMAC-SHA256) and Version 2 (AWS) only, not " + scheme + ".",
+                scheme + " for a key with a secret");
     }
 
     // ------------------------------------------------------------------------------------------ header form
@@ -156,7 +164,7 @@ final class SigV4Verifier {
             return unsupported("SigV4a (" + SIGV4A_ALGORITHM + ")");
         }
         if (algorithm.equals("AWS")) {
-            return unsupported("signature version 2");
+            return notSigV4();
         }
         if (!algorithm.equals(ALGORITHM)) {
             return Verdict.malformedHeader("the algorithm must be " + ALGORITHM);

@@ -4,10 +4,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
 /**
- * Holds the secret access key of one access key id, so that the gateway can verify the SigV4
- * signatures made with it ({@link SigV4Verifier}). Its text never leaves this object: {@link
- * #toString()} is redacted, validation messages do not quote it, and only the signing-key material
- * ({@code "AWS4" + secret}, UTF-8) is kept.
+ * Holds the secret access key of one access key id, so that the gateway can verify the SigV4 and
+ * SigV2 signatures made with it ({@link SigV4Verifier}, {@link SigV2Verifier}). Its text never leaves
+ * this object: {@link #toString()} is redacted, validation messages do not quote it, and only the
+ * signing-key material is kept (SigV4's {@code "AWS4" + secret} and SigV2's secret, both UTF-8).
  */
 public final class SigningSecret {
 
@@ -15,9 +15,11 @@ public final class SigningSecret {
     public static final int MAX_LENGTH = 1024;
 
     private final byte[] aws4Key;
+    private final byte[] v2Key;
 
-    private SigningSecret(byte[] aws4Key) {
+    private SigningSecret(byte[] aws4Key, byte[] v2Key) {
         this.aws4Key = aws4Key;
+        this.v2Key = v2Key;
     }
 
     /**
@@ -36,7 +38,7 @@ public final class SigningSecret {
         if (problem != null) {
             throw new IllegalArgumentException("the secret " + problem);
         }
-        return new SigningSecret(("AWS4" + secret).getBytes(StandardCharsets.UTF_8));
+        return new SigningSecret(("AWS4" + secret).getBytes(StandardCharsets.UTF_8), secret.getBytes(StandardCharsets.UTF_8));
     }
 
     /** Returns what is wrong with {@code secret} (a phrase that does not quote it), or null. */
@@ -62,6 +64,11 @@ public final class SigningSecret {
     /** Returns the first key of the SigV4 derivation, {@code "AWS4" + secret} in UTF-8; do not modify it. */
     byte[] aws4Key() {
         return aws4Key;
+    }
+
+    /** Returns SigV2's HMAC-SHA1 key, the secret in UTF-8; do not modify it. */
+    byte[] v2Key() {
+        return v2Key;
     }
 
     /** Returns a text without the secret. */

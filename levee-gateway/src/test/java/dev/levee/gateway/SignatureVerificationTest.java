@@ -179,6 +179,41 @@ class SignatureVerificationTest {
         assertThat(ready.at("/governance/bandwidth/download/grantedBytes").asLong()).isGreaterThanOrEqualTo(1000);
     }
 
+    /** A SigV2 presigned URL: Base64(HMAC-SHA1) over the S3 guide's StringToSign, percent-encoded. */
+    URI sigV2Presigned(String method, String path, String secret, long expires) throws Exception {
+        javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA1");
+        mac.init(new javax.crypto.spec.SecretKeySpec(secret.getBytes(java.nio.charset.StandardCharsets.UTF_8), "HmacSHA1"));
+        String signature = java.util.Base64.getEncoder().encodeToString(mac.doFinal((method + "\n\n\n" + expires + "\n"
+                + path).getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        return URI.create("http://127.0.0.1:" + gateway.port() + path + "?AWSAccessKeyId=" + VERIFIED_KEY + "&Expires=" + expires
+                + "&Signature=" + java.net.URLEncoder.encode(signature, java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Issue 24: boto3 1.26 presigns with SigV2 by default and {@code s3cmd signurl} always does. Such a URL made with
+     * the key's secret is served (it was refused {@code 403 AccessDenied}: only SigV4 was verified); with another
+     * secret, or expired, it is refused as S3 refuses it and never forwarded.
+     */
+    @Test
+    void aSigV2PresignedUrlIsVerified() throws Exception {
+        long expires = Instant.now().getEpochSecond() + 300;
+        HttpResponse<String> forged = http.send(HttpRequest.newBuilder(sigV2Presigned("GET", "/bucket/obj", "a-guessed-secret",
+                expires)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(forged.statusCode()).isEqualTo(403);
+        assertThat(forged.body()).contains("<Code>SignatureDoesNotMatch</Code>");
+        HttpResponse<String> expired = http.send(HttpRequest.newBuilder(sigV2Presigned("GET", "/bucket/obj", SECRET,
+                expires - 600)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(expired.statusCode()).isEqualTo(403);
+        assertThat(expired.body()).contains("<Code>AccessDenied</Code>", "Request has expired");
+        assertThat(backend.lastHeaders.get()).as("nothing reached the backend").isNull();
+        HttpResponse<String> served = http.send(HttpRequest.newBuilder(sigV2Presigned("GET", "/bucket/obj", SECRET, expires))
+                .build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+        JsonNode ready = ready();
+        assertThat(ready.at("/governance/signatures/verified").asLong()).isEqualTo(1);
+        assertThat(ready.at("/governance/signatures/refused").asLong()).isEqualTo(2);
+    }
+
     @Test
     void aRequestTooFarFromTheClockIsRefused() throws Exception {
         HttpResponse<String> r = send(signed(SdkHttpMethod.PUT, "/bucket/late.bin", SECRET, new byte[10],

@@ -31,14 +31,11 @@ final class MatrixDoc {
     static final Set<String> HEAD_CLASSIFIED = Set.of("java-sdk-v2");
 
     /**
-     * Cells that fail for a gap Levee has not closed yet, each with why: printed by every run, not asserted. Issue 24
-     * stays open while this is not empty. Debian's boto3 1.26 presigns with SigV2 by default and {@code s3cmd signurl}
-     * always does; the gateway verifies only SigV4 for a key with a secret and refuses SigV2 (docs/gateway.md).
+     * Cells that fail for a gap Levee has not closed yet, each with why: printed by every run, not asserted. Empty:
+     * the last three (boto3's default SigV2 presigned GET and PUT and {@code s3cmd signurl} through the gateway) are
+     * asserted since the gateway verifies SigV2 for a key with a secret (issue 24, docs/gateway.md).
      */
-    static final Map<String, String> KNOWN_GAPS = Map.of(
-            "boto3 gateway presigned-get", "a SigV2 presigned URL, refused by the gateway for a key with a secret",
-            "boto3 gateway presigned-put", "a SigV2 presigned URL, refused by the gateway for a key with a secret",
-            "s3cmd gateway presigned-get", "s3cmd signurl signs SigV2, refused by the gateway for a key with a secret");
+    static final Map<String, String> KNOWN_GAPS = Map.of();
 
     /**
      * What a client never does, whatever the server answers, with where its source says so: the acceptance

@@ -239,6 +239,18 @@ public final class S3Classifier {
     }
 
     /**
+     * Returns the bucket a virtual-hosted request names by its Host ({@code <bucket>.<base domain>}),
+     * in lower case as {@link #classify} reads it, or null when the request is path-style: no
+     * configured base domain matches, or the Host is a base domain itself. Never throws.
+     *
+     * @param host the {@code Host} header, possibly with {@code :port}; may be null
+     * @return the bucket, or null
+     */
+    public String hostBucket(String host) {
+        return virtualHostedBucket(host);
+    }
+
+    /**
      * Returns the bucket of a virtual-hosted request, or null when the request is path-style.
      *
      * @param host the effective Host, may be null, may carry a port
