@@ -58,7 +58,8 @@ import javax.crypto.spec.SecretKeySpec;
  *
  * <p>Two readings that the guide and the stores differ on are both accepted, since either one needs
  * the secret: a path-style request of a bucket itself ({@code /bucket}) signed as {@code /bucket/}
- * (clients sign the bucket's root so; S3Proxy accepts both), and, when a request carries both
+ * (boto3 signs the bucket's root so, and AWS S3 and recent S3Proxy accept it; S3Proxy 3.3.0 takes only
+ * {@code /bucket}), and, when a request carries both
  * {@code Date} and {@code x-amz-date}, the guide's worked example ({@code x-amz-date}'s value on the
  * Date line, not among the amz headers; S3Proxy's reading) beside its text (an empty Date line).
  */
