@@ -1,6 +1,6 @@
 package dev.levee.gateway;
 
-import java.nio.charset.StandardCharsets;
+import dev.levee.s3.PercentDecoding;
 
 /**
  * Reads the access key id a request claims, without verifying anything (AWS Signature Version 4
@@ -101,7 +101,7 @@ final class Credentials {
         return null;
     }
 
-    /** Returns the value of the first parameter called {@code name}, percent-decoded, or null. */
+    /** Returns the value of the first parameter called {@code name}, percent-decoded ({@link PercentDecoding#queryValue}), or null. */
     private static String queryParameter(String query, String name) {
         int i = 0;
         int n = query.length();
@@ -112,47 +112,11 @@ final class Credentials {
             }
             int eq = query.indexOf('=', i);
             if (eq > i && eq < amp && query.regionMatches(i, name, 0, name.length()) && eq - i == name.length()) {
-                return decode(query, eq + 1, amp);
+                return PercentDecoding.queryValue(query, eq + 1, amp);
             }
             i = amp + 1;
         }
         return null;
-    }
-
-    private static String decode(String s, int from, int to) {
-        int pct = s.indexOf('%', from);
-        if (pct < 0 || pct >= to) {
-            return s.substring(from, to).replace('+', ' ');
-        }
-        byte[] out = new byte[to - from];
-        int len = 0;
-        for (int i = from; i < to; i++) {
-            char c = s.charAt(i);
-            if (c == '%' && i + 2 < to && hex(s.charAt(i + 1)) >= 0 && hex(s.charAt(i + 2)) >= 0) {
-                out[len++] = (byte) (hex(s.charAt(i + 1)) << 4 | hex(s.charAt(i + 2)));
-                i += 2;
-            } else if (c == '+') {
-                out[len++] = ' ';
-            } else if (c < 0x80) {
-                out[len++] = (byte) c;
-            } else {
-                return null; // raw non-ASCII in a query: not a key id
-            }
-        }
-        return new String(out, 0, len, StandardCharsets.UTF_8);
-    }
-
-    private static int hex(char c) {
-        if (c >= '0' && c <= '9') {
-            return c - '0';
-        }
-        if (c >= 'a' && c <= 'f') {
-            return c - 'a' + 10;
-        }
-        if (c >= 'A' && c <= 'F') {
-            return c - 'A' + 10;
-        }
-        return -1;
     }
 
     /**

@@ -1,7 +1,7 @@
 package dev.levee.gateway;
 
+import dev.levee.s3.PercentDecoding;
 import io.vertx.core.MultiMap;
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
@@ -393,7 +393,7 @@ final class SigV4Verifier {
         if (rawPath == null || rawPath.isEmpty()) {
             return "/";
         }
-        return encode(decode(rawPath, false), true);
+        return encode(PercentDecoding.sigV4Canonical(rawPath, false), true);
     }
 
     /** Returns the canonical query string, without the parameters named in {@code excluded}. */
@@ -475,29 +475,6 @@ final class SigV4Verifier {
 
     // ------------------------------------------------------------------------------------------ encoding
 
-    /** Percent-decodes {@code s} to bytes; {@code +} is a space in a query; a malformed escape stays as it is. */
-    static byte[] decode(String s, boolean query) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(s.length());
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            int hi;
-            int lo;
-            if (c == '%' && i + 2 < s.length()
-                    && (hi = Character.digit(s.charAt(i + 1), 16)) >= 0 && (lo = Character.digit(s.charAt(i + 2), 16)) >= 0) {
-                out.write(hi << 4 | lo);
-                i += 2;
-            } else if (c == '+' && query) {
-                out.write(' ');
-            } else if (c < 0x100) {
-                out.write(c); // a raw byte of the request line
-            } else {
-                byte[] b = String.valueOf(c).getBytes(StandardCharsets.UTF_8);
-                out.write(b, 0, b.length);
-            }
-        }
-        return out.toByteArray();
-    }
-
     /** Percent-encodes bytes as SigV4's UriEncode: unreserved characters kept, '/' kept in a path, the rest %XX. */
     static String encode(byte[] bytes, boolean path) {
         StringBuilder sb = new StringBuilder(bytes.length + 16);
@@ -575,8 +552,8 @@ final class SigV4Verifier {
                     continue;
                 }
                 int eq = part.indexOf('=');
-                params.add(new Param(decode(eq < 0 ? part : part.substring(0, eq), true),
-                        eq < 0 ? new byte[0] : decode(part.substring(eq + 1), true)));
+                params.add(new Param(PercentDecoding.sigV4Canonical(eq < 0 ? part : part.substring(0, eq), true),
+                        eq < 0 ? new byte[0] : PercentDecoding.sigV4Canonical(part.substring(eq + 1), true)));
             }
             return params;
         }
