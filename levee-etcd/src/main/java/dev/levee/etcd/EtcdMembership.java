@@ -1,8 +1,8 @@
 package dev.levee.etcd;
 
-import dev.levee.observer.Member;
-import dev.levee.observer.MembershipSource;
-import dev.levee.observer.MembershipView;
+import dev.levee.core.Member;
+import dev.levee.core.MembershipSource;
+import dev.levee.core.MembershipView;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;

@@ -383,7 +383,7 @@ class EtcdIT {
     }
 
     static List<String> ids(EtcdMembership m) {
-        return m.view().limiters().stream().map(dev.levee.observer.Member::id).toList();
+        return m.view().limiters().stream().map(dev.levee.core.Member::id).toList();
     }
 
     static List<List<LeveeClient.Member>> groups(LeveeClient c) {

@@ -4,8 +4,8 @@ import static dev.levee.it.ItFixtures.done;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.observer.Member;
-import dev.levee.observer.MembershipView;
+import dev.levee.core.Member;
+import dev.levee.core.MembershipView;
 import dev.levee.observer.ObserverService;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;

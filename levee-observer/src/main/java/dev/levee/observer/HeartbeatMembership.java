@@ -1,5 +1,8 @@
 package dev.levee.observer;
 
+import dev.levee.core.Member;
+import dev.levee.core.MembershipSource;
+import dev.levee.core.MembershipView;
 import dev.levee.core.Ticker;
 import java.util.ArrayList;
 import java.util.Comparator;

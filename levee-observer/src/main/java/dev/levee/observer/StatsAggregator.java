@@ -1,6 +1,8 @@
 package dev.levee.observer;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.levee.core.Member;
+import dev.levee.core.MembershipView;
 import dev.levee.runtime.Json;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;

@@ -2,6 +2,8 @@ package dev.levee.observer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.levee.core.Member;
+import dev.levee.core.MembershipView;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import io.vertx.core.Vertx;

@@ -2,6 +2,7 @@ package dev.levee.observer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.levee.core.Member;
 import dev.levee.runtime.Json;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -1,4 +1,4 @@
-package dev.levee.observer;
+package dev.levee.core;
 
 import java.util.List;
 

@@ -1,7 +1,7 @@
-package dev.levee.observer;
+package dev.levee.core;
 
 /**
- * Supplies the list of active limiters (docs/design.md §7): from heartbeats ({@link HeartbeatMembership}) or
+ * Supplies the list of active limiters (docs/design.md §7): from heartbeats ({@code dev.levee.observer.HeartbeatMembership}) or
  * from etcd leases ({@code dev.levee.etcd.EtcdMembership}).
  */
 public interface MembershipSource {

@@ -1,4 +1,4 @@
-package dev.levee.observer;
+package dev.levee.core;
 
 /**
  * One active limiter as the observer lists it (docs/design.md §7).
