@@ -1,7 +1,7 @@
 package dev.levee.cli;
 
 import dev.levee.runtime.HostPort;
-import dev.levee.stack.NginxConfig;
+import dev.levee.nginx.NginxConfig;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

@@ -9,7 +9,7 @@ import dev.levee.it.NginxRawHttp.Request;
 import dev.levee.it.NginxRawHttp.Response;
 import dev.levee.runtime.HostPort;
 import dev.levee.stack.EmbeddedNginx;
-import dev.levee.stack.NginxConfig;
+import dev.levee.nginx.NginxConfig;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpMethod;

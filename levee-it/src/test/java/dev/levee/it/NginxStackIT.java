@@ -13,7 +13,7 @@ import dev.levee.runtime.Metrics;
 import dev.levee.stack.EmbeddedNginx;
 import dev.levee.stack.EmbeddedS3;
 import dev.levee.stack.LocalStack;
-import dev.levee.stack.NginxConfig;
+import dev.levee.nginx.NginxConfig;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.stack.EmbeddedNginx;
 import dev.levee.stack.LocalStack;
-import dev.levee.stack.NginxConfig;
+import dev.levee.nginx.NginxConfig;
 import dev.levee.client.ClientService;
 import dev.levee.gateway.GatewayOptions;
 import dev.levee.runtime.HostPort;

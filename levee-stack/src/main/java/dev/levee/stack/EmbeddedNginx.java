@@ -1,5 +1,6 @@
 package dev.levee.stack;
 
+import dev.levee.nginx.NginxConfig;
 import dev.levee.runtime.HostPort;
 import java.io.File;
 import java.io.IOException;

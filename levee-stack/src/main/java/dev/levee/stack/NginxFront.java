@@ -1,6 +1,7 @@
 package dev.levee.stack;
 
 import dev.levee.client.ClientService;
+import dev.levee.nginx.NginxConfig;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import java.nio.file.Path;

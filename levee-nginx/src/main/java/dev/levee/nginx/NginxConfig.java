@@ -1,4 +1,4 @@
-package dev.levee.stack;
+package dev.levee.nginx;
 
 import dev.levee.runtime.HostPort;
 import java.io.IOException;
@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  * check location and {@code @levee_slowdown}; server context), {@code s3-site.conf.in} (a complete
  * S3 server block in front of a backend), {@code status.conf.in} (rate.lua's counters) and
  * {@code nginx.conf.in} (a standalone main file that inlines the others). {@code levee
- * nginx-config} prints any part; {@link EmbeddedNginx} runs the standalone file.
+ * nginx-config} prints any part; levee-stack's {@code EmbeddedNginx} runs the standalone file.
  *
  * <p>Values are validated when the configuration is built, so a rendered file never carries a
  * character that would change its meaning in NGINX's syntax (quotes, semicolons, braces, spaces).
@@ -258,7 +258,8 @@ public final class NginxConfig {
         private Builder() {
         }
 
-        Builder copy() {
+        /** Returns a builder with the same settings, to change some of them without changing this one. */
+        public Builder copy() {
             Builder c = new Builder();
             c.listen = listen;
             c.backend = backend;
@@ -442,7 +443,8 @@ public final class NginxConfig {
             return errorLog;
         }
 
-        String extraHttpText() {
+        /** Returns the extra http-context text, as given to {@link #extraHttp}. */
+        public String extraHttpText() {
             return extraHttp;
         }
 
