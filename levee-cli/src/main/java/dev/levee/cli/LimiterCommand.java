@@ -4,8 +4,7 @@ import dev.levee.limiter.LimiterService;
 import dev.levee.config.FileQuotaSource;
 import dev.levee.config.QuotaSource;
 import dev.levee.config.StaticQuotaSource;
-import dev.levee.etcd.EtcdQuotaSource;
-import dev.levee.etcd.EtcdRegistration;
+import dev.levee.roles.RoleAssembler;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
@@ -123,50 +122,27 @@ final class LimiterCommand implements Callable<Integer> {
         dev.levee.limiter.DecisionStats.Options statsOptions = stats.options(); // bad values: refused before starting
         common.apply("levee-limiter");
         io.etcd.jetcd.Client client = etcd.enabled() ? etcd.client() : null;
-        QuotaSource source = client != null ? EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000, etcd.maxValueBytes)
+        QuotaSource source = client != null ? RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes)
                 : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
         LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
                 client != null ? null : observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout, warnInterval);
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        LimiterService s = Daemon.await(LimiterService.start(vertx, options, source, SystemTicker.INSTANCE, registry,
-                        statsOptions),
+        // a limiter joins the membership only with a configuration in force (issue 22): RoleAssembler.startLimiter
+        RoleAssembler.Limiter limiter = Daemon.await(RoleAssembler.startLimiter(vertx, options, source,
+                        client != null ? new RoleAssembler.EtcdMember(client, etcd.prefix, leaseTtl.toSeconds()) : null,
+                        SystemTicker.INSTANCE, registry, statsOptions),
                 "limiter could not start on " + listen);
-        // a limiter joins the membership only with a configuration in force: while none can be built from etcd (a key
-        // every decision needs is invalid, issue 22) it stays up, says why on /health, and joins once the key is fixed
-        java.util.concurrent.atomic.AtomicReference<EtcdRegistration> reg = new java.util.concurrent.atomic.AtomicReference<>();
-        java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
-        Runnable register = () -> {
-            synchronized (reg) {
-                if (client != null && reg.get() == null && !stopping.get() && source.usable()) {
-                    reg.set(EtcdRegistration.start(client, etcd.prefix, id, s.address().toString(),
-                            Math.max(1, leaseTtl.toSeconds())));
-                }
-            }
-        };
-        if (client != null && !source.usable()) {
-            System.err.println("levee limiter " + id + ": no quota configuration can be built from etcd ("
-                    + String.join(", ", source.invalidKeys().keySet()) + "): not joining the membership until it is fixed");
-            source.onChange(cfg -> register.run());
-        }
-        register.run();
-        common.announce("levee limiter " + id + " listening on " + s.address()
+        common.announce("levee limiter " + id + " listening on " + limiter.service().address()
                 + (client != null ? " (quotas and membership in etcd " + etcd.endpoints + ")" : ""));
         // leave first (revoke the lease; stop() stops heartbeats), then drain, then close
-        return Daemon.runUntilStopped(vertx, "limiter", drainGrace.plus(shutdownTimeout).plusSeconds(5), () -> {
-            synchronized (reg) {
-                stopping.set(true);
-                if (reg.get() != null) {
-                    reg.get().close();
-                }
-            }
-            return s.stop().eventually(() -> {
-                source.close();
-                if (client != null) {
-                    client.close();
-                }
-                return io.vertx.core.Future.succeededFuture();
-            });
-        });
+        return Daemon.runUntilStopped(vertx, "limiter", drainGrace.plus(shutdownTimeout).plusSeconds(5),
+                () -> limiter.stop().eventually(() -> {
+                    source.close();
+                    if (client != null) {
+                        client.close();
+                    }
+                    return io.vertx.core.Future.succeededFuture();
+                }));
     }
 }

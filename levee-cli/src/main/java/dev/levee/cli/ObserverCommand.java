@@ -1,6 +1,7 @@
 package dev.levee.cli;
 
 import dev.levee.observer.ObserverService;
+import dev.levee.roles.RoleAssembler;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
@@ -87,32 +88,20 @@ final class ObserverCommand implements Callable<Integer> {
             }
             common.apply("levee-observer");
             io.etcd.jetcd.Client client = etcd.client();
-            dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(client, etcd.prefix, 1000, 10_000,
-                    etcd.maxValueBytes);
-            dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(client, etcd.prefix,
-                    () -> source.current().factor());
+            dev.levee.etcd.EtcdQuotaSource source = RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes);
             Vertx vertx = dev.levee.runtime.Http.vertx();
             MeterRegistry registry = Metrics.newRegistry();
             // issue 22: refused values in etcd are reported (log by the source, /health 503, these metrics); the
             // list is served with every valid key, and refused only while no factor is known
-            io.micrometer.core.instrument.FunctionCounter.builder("levee_config_rejected_updates_total", source,
-                    dev.levee.etcd.EtcdQuotaSource::rejectedUpdates)
-                    .description("refused configuration values (each keeps its last good value, or none)").register(registry);
-            io.micrometer.core.instrument.Gauge.builder("levee_config_invalid_keys", source, q -> q.invalidKeys().size())
-                    .description("keys in etcd whose value is refused (/health names them)").register(registry);
-            ObserverService.ConfigStatus config = new ObserverService.ConfigStatus(
-                    () -> source.invalidKeys().isEmpty() ? null : "invalid configuration values in etcd, serving with the"
-                            + " rest: " + source.lastRejection(),
-                    () -> source.factorKnown() ? null : "no group factor is known: " + etcd.prefix
-                            + (etcd.prefix.endsWith("/") ? "" : "/") + "factor is invalid and this observer never saw a"
-                            + " valid value (" + source.lastRejection() + ")");
-            ObserverService s = Daemon.await(ObserverService.start(vertx, listen, membership, source::ready,
-                    registry, statsTimeout, page(), config), "observer could not start on " + listen);
+            RoleAssembler.registerConfigMetrics(source, registry);
+            RoleAssembler.EtcdObserver o = Daemon.await(RoleAssembler.startEtcdObserver(vertx, listen, client, etcd.prefix,
+                    source, registry, statsTimeout, page()), "observer could not start on " + listen);
+            ObserverService s = o.service();
             common.announce("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)"
                     + page(s));
             return Daemon.runUntilStopped(vertx, "observer", shutdownTimeout.plusSeconds(5),
                     () -> s.stop(shutdownTimeout).eventually(() -> {
-                        membership.close();
+                        o.close();
                         source.close();
                         client.close();
                         return io.vertx.core.Future.succeededFuture();

@@ -4,8 +4,10 @@ import dev.levee.client.LeveeClient;
 import dev.levee.config.QuotaSource;
 import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
+import dev.levee.limiter.DecisionStats;
 import dev.levee.limiter.LimiterService;
 import dev.levee.observer.ObserverService;
+import dev.levee.roles.RoleAssembler;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -98,8 +100,9 @@ public final class LocalStack implements AutoCloseable {
         HostPort obs = new HostPort("127.0.0.1", observer.port());
         List<LimiterService> limiters = new ArrayList<>();
         for (int i = 1; i <= settings.limiters(); i++) {
-            limiters.add(await(LimiterService.start(vertx, new LimiterService.Options("limiter-" + i, any, null, obs,
-                    settings.heartbeat(), 1_000_000), config, SystemTicker.INSTANCE, registry)));
+            limiters.add(await(RoleAssembler.startLimiter(vertx, new LimiterService.Options("limiter-" + i, any, null, obs,
+                    settings.heartbeat(), 1_000_000), config, null, SystemTicker.INSTANCE, registry,
+                    DecisionStats.DEFAULTS)).service());
         }
         // one JVM on two cores carries the backend, the SDK and every component: a check gets 1 s
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
@@ -127,22 +130,23 @@ public final class LocalStack implements AutoCloseable {
     public static LocalStack startWithEtcd(int backend, List<String> endpoints, String prefix, Settings settings,
                                            MeterRegistry registry) {
         io.etcd.jetcd.Client etcd = dev.levee.etcd.Etcd.client(endpoints);
-        dev.levee.etcd.EtcdQuotaSource source = dev.levee.etcd.EtcdQuotaSource.start(etcd, prefix, 1000, 10_000);
-        dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(etcd, prefix,
-                () -> source.current().factor());
+        dev.levee.etcd.EtcdQuotaSource source = RoleAssembler.etcdQuotaSource(etcd, prefix,
+                dev.levee.etcd.Etcd.DEFAULT_MAX_VALUE_BYTES);
         Vertx vertx = dev.levee.runtime.Http.vertx();
         HostPort any = new HostPort("127.0.0.1", 0);
-        ObserverService observer = await(ObserverService.start(vertx, any, membership, source::ready, registry,
-                dev.levee.observer.StatsAggregator.DEFAULT_TIMEOUT,
+        RoleAssembler.EtcdObserver membership = await(RoleAssembler.startEtcdObserver(vertx, any, etcd, prefix, source,
+                registry, dev.levee.observer.StatsAggregator.DEFAULT_TIMEOUT,
                 settings.ui() ? dev.levee.observer.StatsPage.load() : null));
+        ObserverService observer = membership.service();
         HostPort obs = new HostPort("127.0.0.1", observer.port());
         List<LimiterService> limiters = new ArrayList<>();
         List<AutoCloseable> leases = new ArrayList<>();
         for (int i = 1; i <= settings.limiters(); i++) {
-            LimiterService l = await(LimiterService.start(vertx, new LimiterService.Options("limiter-" + i, any, null, null,
-                    settings.heartbeat(), 1_000_000), source, SystemTicker.INSTANCE, registry));
-            limiters.add(l);
-            leases.add(dev.levee.etcd.EtcdRegistration.start(etcd, prefix, l.id(), l.address().toString(), 5));
+            RoleAssembler.Limiter l = await(RoleAssembler.startLimiter(vertx, new LimiterService.Options("limiter-" + i,
+                    any, null, null, settings.heartbeat(), 1_000_000), source,
+                    new RoleAssembler.EtcdMember(etcd, prefix, 5), SystemTicker.INSTANCE, registry, DecisionStats.DEFAULTS));
+            limiters.add(l.service());
+            leases.add(l); // closing it revokes the lease
         }
         LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
                 Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
