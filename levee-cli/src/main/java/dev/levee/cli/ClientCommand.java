@@ -8,7 +8,6 @@ import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Vertx;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -43,52 +42,14 @@ final class ClientCommand implements Callable<Integer> {
     @Mixin
     ObserverOptions observer = new ObserverOptions();
 
-    @Option(names = "--refresh", converter = Converters.DurationConverter.class, defaultValue = "1s",
-            description = "limiter list refresh interval (default: ${DEFAULT-VALUE})")
-    Duration refresh;
-
-    @Option(names = "--check-timeout", converter = Converters.DurationConverter.class, defaultValue = "250ms",
-            description = "time one limiter may take (default: ${DEFAULT-VALUE})")
-    Duration checkTimeout;
-
-    @Option(names = "--check-deadline", converter = Converters.DurationConverter.class, defaultValue = "900ms",
-            description = "longest a check may take with its spill-over attempts (the limiters beyond the group, asked"
-                    + " when every group member failed): one is started only if --check-timeout still fits; keep it"
-                    + " below NGINX's check --timeout (default: ${DEFAULT-VALUE})")
-    Duration checkDeadline;
-
-    @Option(names = "--backoff", converter = Converters.DurationConverter.class, defaultValue = "2s",
-            description = "how long a failed limiter is skipped (default: ${DEFAULT-VALUE})")
-    Duration backoff;
-
-    @Option(names = "--base-domain", split = ",", description = "base domains for virtual-hosted style requests")
-    List<String> baseDomains = List.of();
-
-    @Option(names = "--limiter-in-flight", defaultValue = "" + LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT,
-            description = "HTTP requests one limiter may have outstanding before further checks for it are sent together"
-                    + " as one batch, 1-1024; not used on the check wire (default: ${DEFAULT-VALUE})")
-    int maxInFlight;
-
-    @Option(names = "--batch-max", defaultValue = "" + LeveeClient.Options.DEFAULT_MAX_BATCH,
-            description = "most checks in one batch or wire frame to a limiter, 1-1024 (default: ${DEFAULT-VALUE})")
-    int maxBatch;
-
-    @Option(names = "--limiter-wire", negatable = true, defaultValue = "true", fallbackValue = "true",
-            description = "send checks to the limiters over the check wire (one upgraded connection per limiter, the checks"
-                    + " of one event-loop turn in one frame) where they take it; --no-limiter-wire sends each check or batch"
-                    + " as an HTTP request, as to limiters older than the wire (default: on)")
-    boolean wire;
+    @Mixin
+    LimiterClientOptions limiterClient = new LimiterClientOptions();
 
     @Option(names = "--warmup", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "15s",
             description = "longest time spent warming the check path with self-checks through its own listeners once"
                     + " the first limiter list is in; it ends sooner, once their rate stops rising (the JIT is done)."
                     + " /health answers 503 meanwhile; checks are served. 0 for none (default: ${DEFAULT-VALUE})")
     Duration warmup;
-
-    @Option(names = "--list-grace", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "3s",
-            description = "how long a limiter list that is empty or lost more than half its members is not believed"
-                    + " (the last list is kept meanwhile), 0 to believe it at once (default: ${DEFAULT-VALUE})")
-    Duration listGrace;
 
     @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "5s",
             description = "on SIGTERM, how long checks in flight get to be answered before connections close"
@@ -105,20 +66,12 @@ final class ClientCommand implements Callable<Integer> {
 
     /** The client library's settings from the options as parsed. */
     LeveeClient.Options options() {
-        return new LeveeClient.Options(observer.list(), refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch,
-                listGrace, checkDeadline, warnInterval, wire);
+        return limiterClient.options(observer.list(), warnInterval);
     }
 
     @Override
     public Integer call() {
-        if (maxInFlight < 1 || maxInFlight > 1024) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                    "--limiter-in-flight must be between 1 and 1024, got " + maxInFlight);
-        }
-        if (maxBatch < 1 || maxBatch > 1024) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                    "--batch-max must be between 1 and 1024, got " + maxBatch);
-        }
+        limiterClient.validate();
         if (lineListen != null && sameListener(lineListen, listen)) {
             // Vert.x shares one socket between servers of the same address: half the connections would reach each
             throw new picocli.CommandLine.ParameterException(spec.commandLine(),

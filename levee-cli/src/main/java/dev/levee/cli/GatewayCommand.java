@@ -97,20 +97,8 @@ final class GatewayCommand implements Callable<Integer> {
     @Mixin
     ObserverOptions observer = new ObserverOptions();
 
-    @Option(names = "--check-timeout", converter = Converters.DurationConverter.class, defaultValue = "250ms",
-            description = "time one limiter may take (default: ${DEFAULT-VALUE})")
-    Duration checkTimeout;
-
-    @Option(names = "--check-deadline", converter = Converters.DurationConverter.class, defaultValue = "900ms",
-            description = "longest a check may take with its spill-over attempts (the limiters beyond the group, asked"
-                    + " when every group member failed): one is started only if --check-timeout still fits"
-                    + " (default: ${DEFAULT-VALUE})")
-    Duration checkDeadline;
-
-    @Option(names = "--list-grace", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "3s",
-            description = "how long a limiter list that is empty or lost more than half its members is not believed"
-                    + " (the last list is kept meanwhile), 0 to believe it at once (default: ${DEFAULT-VALUE})")
-    Duration listGrace;
+    @Mixin
+    LimiterClientOptions limiterClient = new LimiterClientOptions();
 
     @Option(names = "--backend-timeout", converter = Converters.DurationConverter.class, defaultValue = "60s",
             description = "longest time the backend may make no progress while the gateway waits for it: taking none"
@@ -118,9 +106,6 @@ final class GatewayCommand implements Callable<Integer> {
                     + " being read; time the gateway itself holds the body or does not read (bandwidth governor, slow"
                     + " clients) does not count; then 504 GatewayTimeout (default: ${DEFAULT-VALUE})")
     Duration backendTimeout;
-
-    @Option(names = "--base-domain", split = ",", description = "base domains for virtual-hosted style requests")
-    List<String> baseDomains = List.of();
 
     @Option(names = "--shutdown-deadline", converter = Converters.DurationConverter.class, defaultValue = "10s",
             description = "on SIGTERM, how long in-flight requests may finish; the process exits as soon as they"
@@ -273,22 +258,21 @@ final class GatewayCommand implements Callable<Integer> {
                     + " pass or are refused by --on-failure, /health/ready 503) or the observer unreachable (default: ${DEFAULT-VALUE})")
     Duration warnInterval;
 
-    /** The embedded levee-client's settings: refresh 1 s and back-off 2 s as levee-client's defaults. */
+    /** The embedded levee-client's settings: the flags of {@code levee client} ({@link LimiterClientOptions}). */
     LeveeClient.Options clientOptions() {
-        return new LeveeClient.Options(observer.list(), Duration.ofSeconds(1), checkTimeout, Duration.ofSeconds(2),
-                baseDomains, LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT, LeveeClient.Options.DEFAULT_MAX_BATCH, listGrace,
-                checkDeadline, warnInterval, true);
+        return limiterClient.options(observer.list(), warnInterval);
     }
 
     @Override
     public Integer call() {
         GatewayOptions options = options();
-        observer.list(); // a bad --observer / LEVEE_OBSERVERS is a usage error before anything starts
+        // bad client flags, a bad --observer / LEVEE_OBSERVERS: a usage error before anything starts
+        LeveeClient.Options clientOptions = clientOptions();
         common.apply("levee-gateway");
         warnIfSecretsAreReadable(options.governance());
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        LeveeClient client = enforce ? Daemon.await(LeveeClient.start(vertx, clientOptions(), SystemTicker.INSTANCE,
+        LeveeClient client = enforce ? Daemon.await(LeveeClient.start(vertx, clientOptions, SystemTicker.INSTANCE,
                 registry), "client") : null;
         GatewayService g = Daemon.await(GatewayService.start(vertx, options, client, SystemTicker.INSTANCE,
                         Clock.systemUTC(), registry),
@@ -377,7 +361,7 @@ final class GatewayCommand implements Callable<Integer> {
                     .maxWaitingQuanta(maxWaitingQuanta)
                     .admission(new AdmissionConfig(maxUploads, maxDownloads, admissionQueue, admissionTimeout.toNanos()))
                     .timerResolution(timerResolution)
-                    .baseDomains(baseDomains)
+                    .baseDomains(limiterClient.baseDomains)
                     .maxClockSkew(maxClockSkew)
                     .notSentLowWatermark(notSentLowWatermark())
                     .site(site())

@@ -166,6 +166,11 @@ class MainTest {
             gateway --backend 127.0.0.1:9 --list-grace later | not a duration
             gateway --backend 127.0.0.1:9 --list-grace -3s | --list-grace
             gateway --backend 127.0.0.1:9 --check-deadline 0s | must be positive
+            gateway --backend 127.0.0.1:9 --limiter-in-flight 0 | --limiter-in-flight must be between 1 and 1024, got 0
+            gateway --backend 127.0.0.1:9 --batch-max 2000 | --batch-max must be between 1 and 1024, got 2000
+            gateway --backend 127.0.0.1:9 --refresh soon    | not a duration
+            gateway --backend 127.0.0.1:9 --backoff 0s      | must be positive
+            gateway --backend 127.0.0.1:9 --limiter-wire=maybe | maybe
             client --shutdown-deadline 0ms                  | must be positive
             observer --shutdown-deadline never              | not a duration
             demo --gateways 9                               | --gateways must be 1-8
@@ -222,6 +227,56 @@ class MainTest {
         new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--list-grace", "0", "--check-deadline", "2s");
         assertThat(set.clientOptions().listGrace()).isZero();
         assertThat(set.clientOptions().checkDeadline()).isEqualTo(java.time.Duration.ofSeconds(2));
+    }
+
+    /**
+     * Issue 25 item 4: {@code levee client} and the gateway's embedded client take the limiter-client flags from one
+     * mixin ({@link LimiterClientOptions}): the same flags with the same defaults and help (the gateway had no
+     * --refresh, --backoff, --limiter-in-flight, --batch-max nor --[no-]limiter-wire, and hard-coded refresh 1 s and
+     * back-off 2 s), and what the gateway is given reaches its client.
+     */
+    @Test
+    void gatewayTakesTheClientFlagsWithTheClientsDefaultsAndHelp() {
+        picocli.CommandLine.Model.CommandSpec client = new picocli.CommandLine(new ClientCommand()).getCommandSpec();
+        picocli.CommandLine.Model.CommandSpec gateway = new picocli.CommandLine(new GatewayCommand()).getCommandSpec();
+        assertThat(gateway.mixins().get("limiterClient").userObject()).isInstanceOf(LimiterClientOptions.class);
+        List<String> names = client.mixins().get("limiterClient").options().stream().map(o -> o.longestName()).toList();
+        assertThat(names).contains("--refresh", "--check-timeout", "--check-deadline", "--backoff", "--base-domain",
+                "--limiter-in-flight", "--batch-max", "--limiter-wire", "--list-grace");
+        Run clientHelp = run("client", "--help");
+        Run gatewayHelp = run("gateway", "--help");
+        for (String name : names) {
+            var c = client.findOption(name);
+            var g = gateway.findOption(name);
+            assertThat(g).as("levee gateway " + name).isNotNull();
+            assertThat(g.defaultValue()).as(name).isEqualTo(c.defaultValue());
+            assertThat(g.description()).as(name).containsExactly(c.description());
+            assertThat(clientHelp.out()).contains(name);
+            assertThat(gatewayHelp.out()).contains(name);
+        }
+        assertThat(gatewayHelp.out()).contains("--[no-]limiter-wire");
+
+        GatewayCommand defaults = new GatewayCommand();
+        new picocli.CommandLine(defaults).parseArgs("--backend", "127.0.0.1:9");
+        ClientCommand clientDefaults = new ClientCommand();
+        new picocli.CommandLine(clientDefaults).parseArgs();
+        // what the gateway hard-coded before: refresh 1 s, back-off 2 s, the client's in-flight, batch and wire defaults
+        assertThat(defaults.clientOptions()).isEqualTo(clientDefaults.options());
+        assertThat(defaults.clientOptions().refresh()).isEqualTo(java.time.Duration.ofSeconds(1));
+        assertThat(defaults.clientOptions().backoff()).isEqualTo(java.time.Duration.ofSeconds(2));
+
+        GatewayCommand set = new GatewayCommand();
+        new picocli.CommandLine(set).parseArgs("--backend", "127.0.0.1:9", "--refresh", "300ms", "--backoff", "5s",
+                "--check-timeout", "400ms", "--limiter-in-flight", "8", "--batch-max", "64", "--no-limiter-wire",
+                "--base-domain", "s3.example.com");
+        dev.levee.client.LeveeClient.Options o = set.clientOptions();
+        assertThat(o.refresh()).isEqualTo(java.time.Duration.ofMillis(300));
+        assertThat(o.backoff()).isEqualTo(java.time.Duration.ofSeconds(5));
+        assertThat(o.checkTimeout()).isEqualTo(java.time.Duration.ofMillis(400));
+        assertThat(o.maxInFlight()).isEqualTo(8);
+        assertThat(o.maxBatch()).isEqualTo(64);
+        assertThat(o.wire()).isFalse();
+        assertThat(o.baseDomains()).containsExactly("s3.example.com");
     }
 
     @Test
