@@ -1,4 +1,4 @@
-package dev.levee.client;
+package dev.levee.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -14,7 +14,7 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 
 /**
- * The asking order of one check ({@link LeveeClient#order}): every ranked limiter at most once, at most
+ * The asking order of one check ({@link SpillOrder#order}): every ranked limiter at most once, at most
  * {@code 2g} of them, and — whichever limiters fail for good and whichever are backed off — the
  * limiters that decide for one resource over any number of checks are never more than {@code g}
  * (docs/design.md §5: each decides with {@code rate / g}, so admitted ≤ rate × t + g × burst).
@@ -51,7 +51,7 @@ class SpillOrderProperties {
 
     @Property
     void everyRankedLimiterIsAskedAtMostOnceAndNoMoreThanTwoG(@ForAll("clusters") Cluster c, @ForAll long start) {
-        int[] order = LeveeClient.order(c.ranked(), c.g(), start, i -> c.backedOff()[i]);
+        int[] order = SpillOrder.order(c.ranked(), c.g(), start, i -> c.backedOff()[i]);
         assertThat(order.length).isEqualTo(c.ranked()).isLessThanOrEqualTo(2 * c.g());
         assertThat(Arrays.stream(order).distinct().count()).isEqualTo(order.length);
         assertThat(Arrays.stream(order).allMatch(i -> i >= 0 && i < c.ranked())).as("ranks in range").isTrue();
@@ -62,7 +62,7 @@ class SpillOrderProperties {
                                                         @ForAll @IntRange(min = 0, max = 1000) int firstCheck) {
         Set<Integer> deciders = new HashSet<>();
         for (long check = firstCheck; check < firstCheck + 3L * c.ranked() + 3; check++) {
-            for (int rank : LeveeClient.order(c.ranked(), c.g(), check, i -> c.backedOff()[i])) {
+            for (int rank : SpillOrder.order(c.ranked(), c.g(), check, i -> c.backedOff()[i])) {
                 if (!c.failing()[rank]) {
                     deciders.add(rank); // the first that does not fail decides
                     break;
@@ -75,7 +75,7 @@ class SpillOrderProperties {
     @Property
     void aLiveGroupMemberNotBackedOffIsAlwaysAskedBeforeAnyLimiterBeyondTheGroup(@ForAll("clusters") Cluster c,
                                                                               @ForAll long start) {
-        int[] order = LeveeClient.order(c.ranked(), c.g(), start, i -> c.backedOff()[i]);
+        int[] order = SpillOrder.order(c.ranked(), c.g(), start, i -> c.backedOff()[i]);
         int firstBeyond = Arrays.stream(order).boxed().toList().indexOf(
                 Arrays.stream(order).filter(i -> i >= c.g()).findFirst().orElse(-1));
         for (int k = 0; k < order.length; k++) {
@@ -91,12 +91,12 @@ class SpillOrderProperties {
      */
     @Property
     void thePlainRankIsTheOrderWhenNoLimiterIsBackedOff(@ForAll("clusters") Cluster c, @ForAll long start) {
-        int[] order = LeveeClient.order(c.ranked(), c.g(), start, i -> false);
-        int position = LeveeClient.position(c.ranked(), c.g(), start);
+        int[] order = SpillOrder.order(c.ranked(), c.g(), start, i -> false);
+        int position = SpillOrder.position(c.ranked(), c.g(), start);
         assertThat(position).isNotNegative();
         for (int k = 0; k < order.length; k++) {
-            assertThat(LeveeClient.plainRank(c.ranked(), c.g(), start, k)).as("step %d", k).isEqualTo(order[k]);
-            assertThat(LeveeClient.plainRank(c.ranked(), c.g(), position, k)).as("step %d from the int position", k)
+            assertThat(SpillOrder.plainRank(c.ranked(), c.g(), start, k)).as("step %d", k).isEqualTo(order[k]);
+            assertThat(SpillOrder.plainRank(c.ranked(), c.g(), position, k)).as("step %d from the int position", k)
                     .isEqualTo(order[k]);
         }
     }
