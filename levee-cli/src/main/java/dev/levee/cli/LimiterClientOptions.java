@@ -89,7 +89,8 @@ final class LimiterClientOptions {
      */
     LeveeClient.Options options(List<HostPort> observers, Duration warnInterval) {
         validate();
-        return new LeveeClient.Options(observers, refresh, checkTimeout, backoff, baseDomains, maxInFlight, maxBatch,
-                listGrace, checkDeadline, warnInterval, wire);
+        return LeveeClient.Options.builder(observers).refresh(refresh).checkTimeout(checkTimeout).backoff(backoff)
+                .baseDomains(baseDomains).maxInFlight(maxInFlight).maxBatch(maxBatch).listGrace(listGrace)
+                .checkDeadline(checkDeadline).warnInterval(warnInterval).wire(wire).build();
     }
 }

@@ -1,5 +1,6 @@
 package dev.levee.client;
 
+import dev.levee.core.Ticker;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Warmup;
 import io.vertx.core.Future;
@@ -31,6 +32,7 @@ import org.slf4j.LoggerFactory;
  * path — or the bound passes. The classification, the HRW routing, the check wire and both endpoints are then
  * compiled before the first real check, and the limiters' paths with them (the warm-up resource's group is every
  * limiter up to the factor). Real checks are served meanwhile; only {@code /health} says "warming up". Never fails.
+ * Time is read from the client's {@link Ticker}.
  */
 final class EndpointWarmup {
 
@@ -55,6 +57,8 @@ final class EndpointWarmup {
 
     private final Vertx vertx;
     private final LeveeClient client;
+    /** The client's clock: the bound, the samples and the plateau are measured on it. */
+    private final Ticker ticker;
     private final HostPort http;
     private final HostPort line;
     private final long boundNs;
@@ -73,6 +77,7 @@ final class EndpointWarmup {
     private EndpointWarmup(Vertx vertx, LeveeClient client, HostPort http, HostPort line, Duration bound) {
         this.vertx = vertx;
         this.client = client;
+        this.ticker = client.ticker();
         this.http = http;
         this.line = line;
         this.boundNs = bound.toNanos();
@@ -89,10 +94,10 @@ final class EndpointWarmup {
     static Future<Integer> run(Vertx vertx, LeveeClient client, HostPort http, HostPort line, Duration bound) {
         EndpointWarmup w = new EndpointWarmup(vertx, client, loopback(http), line == null ? null : loopback(line), bound);
         Promise<Integer> done = Promise.promise();
-        long started = System.nanoTime();
+        long started = w.ticker.read();
         w.awaitList(done);
         return done.future().map(n -> {
-            long now = System.nanoTime();
+            long now = w.ticker.read();
             LOG.info("levee-client warmed up: {} self-checks in {} ms ({}; best rate {} checks/s){}", n,
                     (now - w.startedAt) / 1_000_000, w.plateau ? "the rate stopped rising" : "bound reached",
                     (long) w.best, w.startedAt - started > 1_000_000_000L
@@ -120,7 +125,7 @@ final class EndpointWarmup {
     }
 
     private void start(Promise<Integer> done) {
-        startedAt = System.nanoTime();
+        startedAt = ticker.read();
         deadline = startedAt + boundNs;
         bestAt = startedAt;
         long timer = vertx.setPeriodic(SAMPLE_MS, t -> sample());
@@ -155,7 +160,7 @@ final class EndpointWarmup {
         for (long n : samples) {
             rate += n;
         }
-        long now = System.nanoTime();
+        long now = ticker.read();
         if (rate > best * (1 + GAIN_PERCENT / 100.0)) {
             best = rate;
             bestAt = now;
@@ -166,7 +171,7 @@ final class EndpointWarmup {
     }
 
     private boolean more() {
-        return !plateau && issued.get() < CHECKS && System.nanoTime() - deadline < 0;
+        return !plateau && issued.get() < CHECKS && ticker.read() - deadline < 0;
     }
 
     private String uri(int n) {

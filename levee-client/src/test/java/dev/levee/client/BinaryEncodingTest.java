@@ -76,8 +76,9 @@ class BinaryEncodingTest {
                 .add(new JsonObject().put("id", "l1").put("address", "127.0.0.1:" + limiter.actualPort()))).encode();
         HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
                 .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        return LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                        Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()).withWire(false),
+        return LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(30))
+                .wire(false).build(),
                 SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
     }
 

@@ -162,8 +162,9 @@ class EndpointWarmupTest {
                 new JsonObject().put("revision", 1).put("factor", 1).put("limiters", new JsonArray()).encode());
         HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
                 .putHeader("Content-Type", "application/json").end(list.get())).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        LeveeClient early = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ofSeconds(30), java.util.List.of()),
+        LeveeClient early = LeveeClient.start(vertx,
+                LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort())).refresh(Duration.ofMillis(100))
+                        .checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(30)).build(),
                 dev.levee.runtime.SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
         ClientService s = ClientService.start(vertx, new HostPort("127.0.0.1", 0), null, early, Metrics.newRegistry(),
                 Duration.ofSeconds(20)).await(10, TimeUnit.SECONDS);

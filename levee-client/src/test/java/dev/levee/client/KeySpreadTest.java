@@ -69,8 +69,9 @@ class KeySpreadTest {
         String list = new JsonObject().put("revision", 1).put("factor", 4).put("limiters", members).encode();
         HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
                 .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                        Duration.ofHours(1), Duration.ofMillis(500), Duration.ofSeconds(30), List.of()),
+        client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofMillis(500)).backoff(Duration.ofSeconds(30))
+                .build(),
                 SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
         assertThat(client.view().limiters()).hasSize(4);
     }

@@ -8,7 +8,6 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -61,8 +60,9 @@ class LimiterListTest {
         }
         ANSWER.set(list(1, "a", true, 0));
         registry = Metrics.newRegistry();
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                Duration.ofHours(1), Duration.ofMillis(250), Duration.ofSeconds(1), List.of(), 4, 256, grace),
+        client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofMillis(250)).backoff(Duration.ofSeconds(1))
+                .maxInFlight(4).maxBatch(256).listGrace(grace).build(),
                 now::get, registry).await(10, TimeUnit.SECONDS);
     }
 
@@ -105,8 +105,9 @@ class LimiterListTest {
             client.stop().await(10, TimeUnit.SECONDS);
             ANSWER.set(list(10 + i, "a", true, 2));
             // the first refresh, from this (non-Vert.x) thread, on a new connection
-            client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                    Duration.ofHours(1), Duration.ofMillis(250), Duration.ofSeconds(1), List.of()), now::get,
+            client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                    .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofMillis(250))
+                    .backoff(Duration.ofSeconds(1)).build(), now::get,
                     Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
             failed += client.view().revision() == 10 + i ? 0 : 1;
         }
@@ -120,8 +121,9 @@ class LimiterListTest {
             client.stop().await(10, TimeUnit.SECONDS);
             ANSWER.set("{\"revision\":1,\"factor\":1,\"limiters\":[{\"id\":\"l1\",\"address\":\"127.0.0.1:"
                     + observer.actualPort() + "\"}]}");
-            client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                    Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(1), List.of()), now::get,
+            client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                    .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(1))
+                    .build(), now::get,
                     Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
             for (int k = 0; k < 5; k++) { // from this (non-Vert.x) thread; the first on a new connection
                 ClientDecision d = client.check(dev.levee.s3.S3Request.fromRequestUri("GET", "127.0.0.1", "/b/k" + k, null))

@@ -80,9 +80,9 @@ class SeveralObserversTest {
 
     void start(List<HostPort> observers) throws Exception {
         registry = Metrics.newRegistry();
-        client = LeveeClient.start(vertx, new LeveeClient.Options(observers, Duration.ofHours(1), Duration.ofMillis(250),
-                Duration.ofSeconds(1), List.of(), 4, 256, LeveeClient.Options.DEFAULT_LIST_GRACE,
-                LeveeClient.Options.DEFAULT_CHECK_DEADLINE, Duration.ofSeconds(10), true), now::get, registry)
+        client = LeveeClient.start(vertx, LeveeClient.Options.builder(observers).refresh(Duration.ofHours(1))
+                .checkTimeout(Duration.ofMillis(250)).backoff(Duration.ofSeconds(1)).maxInFlight(4).maxBatch(256)
+                .warnInterval(Duration.ofSeconds(10)).build(), now::get, registry)
                 .await(10, TimeUnit.SECONDS);
     }
 

@@ -99,8 +99,9 @@ class SpillOverTest {
         observer = vertx.createHttpServer().requestHandler(req -> req.response()
                 .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
         registry = Metrics.newRegistry();
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                        Duration.ofHours(1), Duration.ofMillis(150), Duration.ofSeconds(30), List.of()),
+        client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofMillis(150)).backoff(Duration.ofSeconds(30))
+                .build(),
                 SystemTicker.INSTANCE, registry).await(10, TimeUnit.SECONDS);
         assertThat(client.view().limiters()).hasSize(4);
         assertThat(client.group(DEAD_GROUP_BUCKET)).extracting(LeveeClient.Member::id).containsExactly("l3", "l4");
@@ -227,8 +228,9 @@ class SpillOverTest {
         assertThat(registry.find("levee_client_list_held").gauge()).isNull();
         assertThat(registry.find("levee_client_fail_open").gauge()).isNull();
         // the next client's observer refuses: it knows no limiter, its fail-open gauge reads 1 (the stopped one's 0)
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", 1),
-                        Duration.ofHours(1), Duration.ofMillis(150), Duration.ofSeconds(30), List.of()),
+        client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", 1))
+                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofMillis(150)).backoff(Duration.ofSeconds(30))
+                .build(),
                 SystemTicker.INSTANCE, registry).await(10, TimeUnit.SECONDS);
         assertThat(registry.find("levee_client_fail_open").gauge().value()).isEqualTo(1.0);
     }
@@ -237,9 +239,10 @@ class SpillOverTest {
     void spillOverStopsAtTheCheckDeadline() throws Exception {
         silent.addAll(List.of("l1", "l2", "l3", "l4"));
         client.stop().await(10, TimeUnit.SECONDS);
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                        Duration.ofHours(1), Duration.ofMillis(150), Duration.ofSeconds(30), List.of(), 4, 256,
-                        Duration.ofSeconds(3), Duration.ofMillis(400)), SystemTicker.INSTANCE, registry)
+        client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofMillis(150)).backoff(Duration.ofSeconds(30))
+                .maxInFlight(4).maxBatch(256).listGrace(Duration.ofSeconds(3)).checkDeadline(Duration.ofMillis(400))
+                .build(), SystemTicker.INSTANCE, registry)
                 .await(10, TimeUnit.SECONDS);
         long t0 = System.nanoTime();
         ClientDecision d = check(DEAD_GROUP_BUCKET, 0);

@@ -8,7 +8,6 @@ import io.vertx.core.http.HttpServer;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /** The stand-in observer and the levee-client the endpoint tests start around their own stand-in limiter. */
@@ -30,8 +29,9 @@ final class StandIns {
      * 2 s, list grace 30 s), counting into {@code registry}.
      */
     static LeveeClient client(Vertx vertx, HttpServer observer, MeterRegistry registry) throws Exception {
-        return LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                Duration.ofHours(1), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of()), SystemTicker.INSTANCE,
+        return LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(30))
+                .build(), SystemTicker.INSTANCE,
                 registry).await(10, TimeUnit.SECONDS);
     }
 }

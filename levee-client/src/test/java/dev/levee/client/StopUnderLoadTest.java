@@ -52,9 +52,11 @@ class StopUnderLoadTest {
             HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
                     .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1")
                     .await(10, TimeUnit.SECONDS);
-            LeveeClient client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1",
-                            observer.actualPort()), Duration.ofHours(1), Duration.ofMillis(300), Duration.ofSeconds(30),
-                    List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
+            LeveeClient client = LeveeClient.start(vertx,
+                    LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                            .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofMillis(300))
+                            .backoff(Duration.ofSeconds(30)).build(),
+                    SystemTicker.INSTANCE, Metrics.newRegistry()).await(10, TimeUnit.SECONDS);
             List<Future<ClientDecision>> checks = new ArrayList<>();
             io.vertx.core.Promise<Void> sent = io.vertx.core.Promise.promise();
             vertx.runOnContext(v -> {

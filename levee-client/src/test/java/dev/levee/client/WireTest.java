@@ -169,8 +169,8 @@ class WireTest {
         String list = new JsonObject().put("revision", 1).put("factor", factor).put("limiters", members).encode();
         HttpServer observer = vertx.createHttpServer().requestHandler(req -> req.response()
                 .putHeader("Content-Type", "application/json").end(list)).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        client = LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.actualPort()),
-                        Duration.ofHours(1), timeout, Duration.ofSeconds(30), List.of()),
+        client = LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
+                .refresh(Duration.ofHours(1)).checkTimeout(timeout).backoff(Duration.ofSeconds(30)).build(),
                 SystemTicker.INSTANCE, registry).await(10, TimeUnit.SECONDS);
         return client;
     }

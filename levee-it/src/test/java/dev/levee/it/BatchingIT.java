@@ -69,9 +69,9 @@ class BatchingIT {
 
     static LeveeClient client(ObserverService obs, int maxInFlight, MeterRegistry registry, boolean wire)
             throws Exception {
-        return done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
-                Duration.ofMillis(200), Duration.ofSeconds(2), Duration.ofSeconds(30), List.of(), maxInFlight, 64)
-                .withWire(wire), SystemTicker.INSTANCE, registry));
+        return done(LeveeClient.start(IT.vertx(), LeveeClient.Options.builder(new HostPort("127.0.0.1", obs.port()))
+                .refresh(Duration.ofMillis(200)).checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(30))
+                .maxInFlight(maxInFlight).maxBatch(64).wire(wire).build(), SystemTicker.INSTANCE, registry));
     }
 
     static LeveeClient seeing(LeveeClient c, int limiters) {
@@ -173,8 +173,9 @@ class BatchingIT {
         LimiterService l = limiter("big", "factor: 1\ndefault: {rate: 1000000, burst: 100000}\n");
         ObserverService obs = observer(1, new Member("big", l.address().toString()));
         MeterRegistry reg = Metrics.newRegistry();
-        LeveeClient c = done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
-                Duration.ofMillis(200), Duration.ofSeconds(5), Duration.ofSeconds(30), List.of(), 1, 1024).withWire(false),
+        LeveeClient c = done(LeveeClient.start(IT.vertx(), LeveeClient.Options.builder(new HostPort("127.0.0.1", obs.port()))
+                .refresh(Duration.ofMillis(200)).checkTimeout(Duration.ofSeconds(5)).backoff(Duration.ofSeconds(30))
+                .maxInFlight(1).maxBatch(1024).wire(false).build(),
                 SystemTicker.INSTANCE, reg));
         seeing(c, 1);
         try {

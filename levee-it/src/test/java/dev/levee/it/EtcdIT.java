@@ -290,8 +290,8 @@ class EtcdIT {
             ObserverService obs = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership, source::ready,
                     Metrics.newRegistry()));
             Duration refresh = Duration.ofMillis(300);
-            LeveeClient.Options opts = new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()), refresh,
-                    Duration.ofMillis(250), Duration.ofSeconds(1), List.of());
+            LeveeClient.Options opts = LeveeClient.Options.builder(new HostPort("127.0.0.1", obs.port()))
+                    .refresh(refresh).checkTimeout(Duration.ofMillis(250)).backoff(Duration.ofSeconds(1)).build();
             LeveeClient c1 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
             LeveeClient c2 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
             await().atMost(Duration.ofSeconds(5)).until(() -> c1.view().limiters().size() == 5 && c2.view().limiters().size() == 5);
@@ -351,8 +351,9 @@ class EtcdIT {
                 await().atMost(Duration.ofSeconds(30)).until(() -> ids(membership).contains("k-victim"));
                 ObserverService obs = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership,
                         source::ready, Metrics.newRegistry()));
-                LeveeClient.Options opts = new LeveeClient.Options(new HostPort("127.0.0.1", obs.port()),
-                        Duration.ofMillis(200), Duration.ofMillis(250), Duration.ofSeconds(1), List.of());
+                LeveeClient.Options opts = LeveeClient.Options.builder(new HostPort("127.0.0.1", obs.port()))
+                        .refresh(Duration.ofMillis(200)).checkTimeout(Duration.ofMillis(250))
+                        .backoff(Duration.ofSeconds(1)).build();
                 LeveeClient c1 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
                 LeveeClient c2 = done(LeveeClient.start(IT.vertx(), opts, SystemTicker.INSTANCE, Metrics.newRegistry()));
                 await().atMost(Duration.ofSeconds(3)).until(() -> c1.view().limiters().size() == 3 && c2.view().limiters().size() == 3);

@@ -149,8 +149,9 @@ class GracefulShutdownIT {
                         () -> true, Metrics.newRegistry()));
                 var registry = Metrics.newRegistry();
                 dev.levee.client.LeveeClient client = done(dev.levee.client.LeveeClient.start(IT.vertx(),
-                        new dev.levee.client.LeveeClient.Options(new HostPort("127.0.0.1", observer.port()),
-                                Duration.ofSeconds(1), Duration.ofMillis(250), Duration.ofSeconds(2), List.of()),
+                        dev.levee.client.LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.port()))
+                                .refresh(Duration.ofSeconds(1)).checkTimeout(Duration.ofMillis(250))
+                                .backoff(Duration.ofSeconds(2)).build(),
                         SystemTicker.INSTANCE, registry));
                 try {
                     await().atMost(Duration.ofSeconds(60)).until(() -> client.view().limiters().size() == 2);

@@ -95,8 +95,9 @@ class MembershipGapIT {
                     new HostPort("127.0.0.1", 0), null, obs, Duration.ofMillis(500), 10_000), QUOTAS,
                     SystemTicker.INSTANCE, Metrics.newRegistry())));
         }
-        LeveeClient client = done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(obs, Duration.ofMillis(100),
-                Duration.ofMillis(250), Duration.ofSeconds(1), List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()));
+        LeveeClient client = done(LeveeClient.start(IT.vertx(), LeveeClient.Options.builder(obs)
+                .refresh(Duration.ofMillis(100)).checkTimeout(Duration.ofMillis(250)).backoff(Duration.ofSeconds(1))
+                .build(), SystemTicker.INSTANCE, Metrics.newRegistry()));
         try {
             await().atMost(Duration.ofSeconds(5)).until(() -> client.view().limiters().size() == 3);
             ObserverService restarted;
@@ -139,9 +140,10 @@ class MembershipGapIT {
                 }
                 ObserverService observer = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership,
                         () -> true, Metrics.newRegistry()));
-                LeveeClient client = done(LeveeClient.start(IT.vertx(), new LeveeClient.Options(
-                        new HostPort("127.0.0.1", observer.port()), Duration.ofMillis(100), Duration.ofMillis(250),
-                        Duration.ofSeconds(1), List.of()), SystemTicker.INSTANCE, Metrics.newRegistry()));
+                LeveeClient client = done(LeveeClient.start(IT.vertx(),
+                        LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.port()))
+                                .refresh(Duration.ofMillis(100)).checkTimeout(Duration.ofMillis(250))
+                                .backoff(Duration.ofSeconds(1)).build(), SystemTicker.INSTANCE, Metrics.newRegistry()));
                 try {
                     await().atMost(Duration.ofSeconds(10)).until(() -> client.view().limiters().size() == 3);
                     try (Checks checks = new Checks(client)) {

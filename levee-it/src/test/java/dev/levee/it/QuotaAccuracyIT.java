@@ -78,8 +78,9 @@ class QuotaAccuracyIT {
         MembershipView view = new MembershipView(1, 4, members);
         observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), () -> view, () -> true,
                 Metrics.newRegistry()));
-        client = done(LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.port()),
-                Duration.ofMillis(500), Duration.ofMillis(250), Duration.ofSeconds(2), List.of()),
+        client = done(LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.port()))
+                .refresh(Duration.ofMillis(500)).checkTimeout(Duration.ofMillis(250)).backoff(Duration.ofSeconds(2))
+                .build(),
                 SystemTicker.INSTANCE, Metrics.newRegistry()));
         org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> client.view().limiters().size() == 4);
         endpoint = done(ClientService.start(vertx, new HostPort("127.0.0.1", 0), client, Metrics.newRegistry()));

@@ -132,9 +132,11 @@ class QuotaExplainIT {
         MembershipView view = new MembershipView(1, config.factor(), members);
         ObserverService observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), () -> view,
                 () -> true, Metrics.newRegistry()));
-        LeveeClient client = done(LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1",
-                observer.port()), Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(2),
-                List.of(BASE_DOMAINS.split(","))), SystemTicker.INSTANCE, Metrics.newRegistry()));
+        LeveeClient client = done(LeveeClient.start(vertx,
+                LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.port())).refresh(Duration.ofSeconds(1))
+                        .checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(2))
+                        .baseDomains(List.of(BASE_DOMAINS.split(","))).build(),
+                SystemTicker.INSTANCE, Metrics.newRegistry()));
         Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> client.view().limiters().size() == LIMITERS);
         c = new Cluster(quotas, config, limiters, observer, client);
         clusters.put(cfg, c);

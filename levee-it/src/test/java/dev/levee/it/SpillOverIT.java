@@ -78,8 +78,9 @@ class SpillOverIT {
         observer = done(ObserverService.start(vertx, new HostPort("127.0.0.1", 0), () -> view, () -> true,
                 Metrics.newRegistry()));
         registry = Metrics.newRegistry();
-        client = done(LeveeClient.start(vertx, new LeveeClient.Options(new HostPort("127.0.0.1", observer.port()),
-                Duration.ofMillis(200), Duration.ofMillis(250), Duration.ofSeconds(2), List.of()),
+        client = done(LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.port()))
+                .refresh(Duration.ofMillis(200)).checkTimeout(Duration.ofMillis(250)).backoff(Duration.ofSeconds(2))
+                .build(),
                 SystemTicker.INSTANCE, registry));
         assertThat(client.view().limiters()).hasSize(4);
     }

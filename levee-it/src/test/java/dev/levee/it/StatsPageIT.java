@@ -111,9 +111,9 @@ class StatsPageIT {
         }
         // generous check timeout and deadline: Chromium starting on a shared 2-core machine stalls this JVM; the
         // checks are the page's traffic, not what is tested here
-        client = done(LeveeClient.start(vertx, new LeveeClient.Options(obs, Duration.ofMillis(500), Duration.ofSeconds(2),
-                Duration.ofSeconds(1), List.of(), LeveeClient.Options.DEFAULT_MAX_IN_FLIGHT,
-                LeveeClient.Options.DEFAULT_MAX_BATCH, LeveeClient.Options.DEFAULT_LIST_GRACE, Duration.ofSeconds(5)),
+        client = done(LeveeClient.start(vertx, LeveeClient.Options.builder(obs).refresh(Duration.ofMillis(500))
+                .checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(1))
+                .checkDeadline(Duration.ofSeconds(5)).build(),
                 SystemTicker.INSTANCE, Metrics.newRegistry()));
         await("the client sees the three limiters").atMost(Duration.ofSeconds(30))
                 .until(() -> client.view().limiters().size() == 3);

@@ -105,8 +105,9 @@ public final class LocalStack implements AutoCloseable {
                     DecisionStats.DEFAULTS)).service());
         }
         // one JVM on two cores carries the backend, the SDK and every component: a check gets 1 s
-        LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
-                Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
+        LeveeClient client = await(LeveeClient.start(vertx, LeveeClient.Options.builder(obs)
+                .refresh(settings.refresh()).checkTimeout(Duration.ofSeconds(1)).backoff(Duration.ofSeconds(2))
+                .build(), SystemTicker.INSTANCE, registry));
         GatewayService gateway = await(GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", backend))
                 .listen(any).admin(any).enforce(settings.enforce()).onFailure(settings.onFailure())
                 .healthToken(HEALTH_TOKEN).build(), client, SystemTicker.INSTANCE, Clock.systemUTC(), registry));
@@ -148,8 +149,9 @@ public final class LocalStack implements AutoCloseable {
             limiters.add(l.service());
             leases.add(l); // closing it revokes the lease
         }
-        LeveeClient client = await(LeveeClient.start(vertx, new LeveeClient.Options(obs, settings.refresh(),
-                Duration.ofSeconds(1), Duration.ofSeconds(2), List.of()), SystemTicker.INSTANCE, registry));
+        LeveeClient client = await(LeveeClient.start(vertx, LeveeClient.Options.builder(obs)
+                .refresh(settings.refresh()).checkTimeout(Duration.ofSeconds(1)).backoff(Duration.ofSeconds(2))
+                .build(), SystemTicker.INSTANCE, registry));
         GatewayService gateway = await(GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", backend))
                 .listen(any).admin(any).enforce(settings.enforce()).onFailure(settings.onFailure())
                 .healthToken(HEALTH_TOKEN).build(), client, SystemTicker.INSTANCE, Clock.systemUTC(), registry));
