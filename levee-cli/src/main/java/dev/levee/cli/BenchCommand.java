@@ -155,16 +155,16 @@ final class BenchCommand {
             LimiterService without = null;
             Vertx serverOff = null;
             if (addr == null) {
-                limiter = Daemon.await(LimiterService.start(server, new LimiterService.Options("bench-1",
-                        new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000), new dev.levee.config.StaticQuotaSource(cfg),
+                limiter = Daemon.await(LimiterService.start(server, LimiterService.Options.builder("bench-1")
+                        .listen(new HostPort("127.0.0.1", 0)).build(), new dev.levee.config.StaticQuotaSource(cfg),
                         SystemTicker.INSTANCE, Metrics.newRegistry(), stats.equals("off") ? dev.levee.limiter.DecisionStats.OFF
                                 : dev.levee.limiter.DecisionStats.DEFAULTS), "limiter");
                 addr = limiter.address();
             }
             if (stats.equals("both")) {
                 serverOff = dev.levee.runtime.Http.vertx(1);
-                without = Daemon.await(LimiterService.start(serverOff, new LimiterService.Options("bench-0",
-                                new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1_000_000),
+                without = Daemon.await(LimiterService.start(serverOff, LimiterService.Options.builder("bench-0")
+                                .listen(new HostPort("127.0.0.1", 0)).build(),
                         new dev.levee.config.StaticQuotaSource(cfg), SystemTicker.INSTANCE, Metrics.newRegistry(),
                         dev.levee.limiter.DecisionStats.OFF), "limiter");
             }

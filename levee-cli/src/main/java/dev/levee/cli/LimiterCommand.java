@@ -124,8 +124,9 @@ final class LimiterCommand implements Callable<Integer> {
         io.etcd.jetcd.Client client = etcd.enabled() ? etcd.client() : null;
         QuotaSource source = client != null ? RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes)
                 : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
-        LimiterService.Options options = new LimiterService.Options(id, listen, advertise,
-                client != null ? null : observer, heartbeat, maxKeys, warmup, drainGrace, shutdownTimeout, warnInterval);
+        LimiterService.Options options = LimiterService.Options.builder(id).listen(listen).advertise(advertise)
+                .observer(client != null ? null : observer).heartbeat(heartbeat).maxKeys(maxKeys).warmup(warmup)
+                .drainGrace(drainGrace).shutdownTimeout(shutdownTimeout).warnInterval(warnInterval).build();
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
         // a limiter joins the membership only with a configuration in force (issue 22): RoleAssembler.startLimiter

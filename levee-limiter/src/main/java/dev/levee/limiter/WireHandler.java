@@ -29,14 +29,14 @@ final class WireHandler extends ChannelInboundHandlerAdapter {
     /** A burst's answers go out before this many bytes pile up: 64 KiB. */
     private static final int FLUSH_BYTES = 64 * 1024;
 
-    private final LimiterService limiter;
+    private final Checks checks;
     private final BinaryChecks.CheckCursor cursor = new BinaryChecks.CheckCursor();
-    private final LimiterService.Decision decision = new LimiterService.Decision();
+    private final Decider.Decision decision = new Decider.Decision();
     private ByteBuf out;
     private boolean closing;
 
-    WireHandler(LimiterService limiter) {
-        this.limiter = limiter;
+    WireHandler(Checks checks) {
+        this.checks = checks;
     }
 
     @Override
@@ -70,7 +70,7 @@ final class WireHandler extends ChannelInboundHandlerAdapter {
         }
         int start = CheckWire.startFrame(out, CheckWire.ANSWERS, id);
         try {
-            limiter.decideFrame(frame, cursor, out, decision);
+            checks.decideFrame(frame, cursor, out, decision);
         } catch (IllegalArgumentException e) {
             out.writerIndex(start); // nothing of this frame was decided: the body is read through first
             refuse(ctx, id, e.getMessage());
@@ -85,7 +85,7 @@ final class WireHandler extends ChannelInboundHandlerAdapter {
 
     /** Answers ERROR, counts the frame as invalid and closes the connection once the ERROR is written. */
     private void refuse(ChannelHandlerContext ctx, int id, String why) {
-        limiter.countInvalidFrame();
+        checks.countInvalidFrame();
         LOG.debug("check wire from {}: {}; closing the connection", ctx.channel().remoteAddress(), why);
         if (out == null) {
             out = ctx.alloc().ioBuffer(64);

@@ -65,7 +65,7 @@ class DecisionAllocationTest {
         AtomicLong clock = new AtomicLong(1_000_000_000L);
         LimiterService l = LimiterService.detached(new LimiterService.Options("l1", new HostPort("127.0.0.1", 0), null,
                 null, Duration.ofSeconds(1), 10_000), new StaticQuotaSource(CONFIG), clock::get, new SimpleMeterRegistry());
-        LimiterService.Decision d = new LimiterService.Decision();
+        Decider.Decision d = new Decider.Decision();
         for (int i = 0; i < 20_000; i++) { // warm: JIT, counters, the ring's slots
             l.decide(CONFIG, resource, key, S3Operation.GetObject, 4, d);
             clock.addAndGet(1_000);

@@ -58,7 +58,7 @@ class ShadowDecisionTest {
         assertThat(counter(registry, "levee_limiter_shadow_decisions_total", "would_reject", "resource")).isEqualTo(8);
         assertThat(counter(registry, "levee_limiter_shadow_decisions_total", "accepted", "resource")).isEqualTo(2);
         assertThat(l.table().peek("resource:trial")).as("the shadow state has its own key").isNull();
-        assertThat(l.table().peek(LimiterService.SHADOW_KEY + "resource:trial")).isNotNull();
+        assertThat(l.table().peek(Decider.SHADOW_KEY + "resource:trial")).isNotNull();
     }
 
     @Test

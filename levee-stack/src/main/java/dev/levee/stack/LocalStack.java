@@ -100,8 +100,8 @@ public final class LocalStack implements AutoCloseable {
         HostPort obs = new HostPort("127.0.0.1", observer.port());
         List<LimiterService> limiters = new ArrayList<>();
         for (int i = 1; i <= settings.limiters(); i++) {
-            limiters.add(await(RoleAssembler.startLimiter(vertx, new LimiterService.Options("limiter-" + i, any, null, obs,
-                    settings.heartbeat(), 1_000_000), config, null, SystemTicker.INSTANCE, registry,
+            limiters.add(await(RoleAssembler.startLimiter(vertx, LimiterService.Options.builder("limiter-" + i).listen(any)
+                    .observer(obs).heartbeat(settings.heartbeat()).build(), config, null, SystemTicker.INSTANCE, registry,
                     DecisionStats.DEFAULTS)).service());
         }
         // one JVM on two cores carries the backend, the SDK and every component: a check gets 1 s
@@ -143,8 +143,8 @@ public final class LocalStack implements AutoCloseable {
         List<LimiterService> limiters = new ArrayList<>();
         List<AutoCloseable> leases = new ArrayList<>();
         for (int i = 1; i <= settings.limiters(); i++) {
-            RoleAssembler.Limiter l = await(RoleAssembler.startLimiter(vertx, new LimiterService.Options("limiter-" + i,
-                    any, null, null, settings.heartbeat(), 1_000_000), source,
+            RoleAssembler.Limiter l = await(RoleAssembler.startLimiter(vertx, LimiterService.Options.builder("limiter-" + i)
+                    .listen(any).heartbeat(settings.heartbeat()).build(), source,
                     new RoleAssembler.EtcdMember(etcd, prefix, 5), SystemTicker.INSTANCE, registry, DecisionStats.DEFAULTS));
             limiters.add(l.service());
             leases.add(l); // closing it revokes the lease
