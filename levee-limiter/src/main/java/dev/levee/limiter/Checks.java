@@ -90,7 +90,10 @@ final class Checks {
         stats.record(rq.ruleKey(), outcome);
     }
 
-    /** {@code POST /v1/check} in JSON: 200 accepted / 429 rejected (with {@code Retry-After}) / 500 failed; malformed → 400. */
+    /**
+     * {@code POST /v1/check} in JSON: 200 accepted / 429 rejected (with {@code Retry-After}) / 500 failed; malformed
+     * input → 400 naming the field.
+     */
     void check(HttpServerRequest req, byte[] body) {
         CheckRequest in;
         S3Operation op;

@@ -66,7 +66,10 @@ final class Heartbeats {
         return error;
     }
 
-    /** Sends the first heartbeat now and the others every interval, with {@code advertised} as the address; no-op without an observer. */
+    /**
+     * Sends the first heartbeat now and the others every interval, with {@code advertised} as the address; no-op
+     * without an observer.
+     */
     void start(HostPort advertised) {
         if (observer == null) {
             return;
