@@ -76,13 +76,15 @@ public final class Gcra {
             state.tat = now + ahead; // the carried-over debt is the state from now on, admitted or not
         }
         state.limit = limit;
+        // the state expires one horizon of the limit in force after its last use, refused or not: a key refused under a
+        // longer horizon (its group grew, its rate fell) owes more than the old one covered (GcraTableTest)
+        state.horizonNs = limit.horizonNs();
         if (ahead > tau) {
             return -(ahead - tau);
         }
         long newAhead = ahead + t; // ≤ τ + T ≤ 2^62: no overflow
         state.tat = now + newAhead;
         state.used = true;
-        state.horizonNs = limit.horizonNs();
         return newAhead > tau ? 0 : (tau - newAhead) / t + 1;
     }
 

@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
 import com.github.benmanes.caffeine.cache.RemovalCause;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -171,9 +172,21 @@ public final class GcraTable {
             state = there == null ? state : there;
             held = current;
         }
+        long result;
+        long before;
+        long after;
         synchronized (state) {
-            return Gcra.attempt(state, limit, now);
+            before = state.horizonNs;
+            result = Gcra.attempt(state, limit, now);
+            after = state.horizonNs;
         }
+        if (after != before) {
+            // the read above set the entry's expiry from the old horizon; a longer one must not let it expire with its
+            // debt (rate 1/s, group 1 then 4: the key started again with a full burst 0.9 s early, GcraTableTest)
+            String k = key;
+            held.policy().expireVariably().ifPresent(v -> v.setExpiresAfter(k, Math.max(1, after), TimeUnit.NANOSECONDS));
+        }
+        return result;
     }
 
     /**

@@ -38,6 +38,29 @@ class GcraTableTest {
         assertThat(table.attempt("k", limit)).isNegative();
     }
 
+    /**
+     * A key whose limit changes to a longer horizon (its group grew, its rate fell) keeps its debt until the new
+     * horizon has passed: its entry expired on the old one, measured from the read before the attempt, and the key
+     * started again with a full burst while {@link Gcra#attempt} on the same history still refused it (rate 1/s,
+     * group 1 then 4 at +0.5 s: admitted at +1.6 s, 0.9 s early; found while splitting the limiter, issue 25).
+     */
+    @Test
+    void aKeyKeepsItsDebtWhenItsLimitChangesToALongerHorizon() {
+        AtomicLong clock = new AtomicLong(Long.MAX_VALUE - 10 * SEC); // the ticker wraps during the test
+        GcraTable table = GcraTable.create(clock::get, 1000);
+        Gcra.State model = new Gcra.State(0);
+        GcraLimit one = GcraLimit.of(1, 1, 1); // horizon 1 s
+        GcraLimit four = GcraLimit.of(1, 1, 4); // T = 4 s: horizon 4 s
+        for (long[] step : new long[][] {{0, 1}, {SEC / 2, 4}, {SEC + SEC * 6 / 10, 4}, {2 * SEC, 4}, {2 * SEC + SEC / 2, 4},
+                {7 * SEC, 4}, {7 * SEC, 1}, {8 * SEC + SEC / 2, 1}}) {
+            clock.set(Long.MAX_VALUE - 10 * SEC + step[0]);
+            GcraLimit limit = step[1] == 1 ? one : four;
+            table.cleanUp();
+            long expected = Gcra.attempt(model, limit, clock.get());
+            assertThat(table.attempt("k", limit)).as("at +%d ms", step[0] / 1_000_000).isEqualTo(expected);
+        }
+    }
+
     @Test
     void hardCapBoundsTheTable() {
         AtomicLong clock = new AtomicLong();
