@@ -568,20 +568,30 @@ final class Exchange {
     }
 
     /**
+     * Stops reading the request body: its deadline, the governed upload's pipe, the plain pipe (the request is
+     * paused). Returns whether a plain pipe was closed.
+     */
+    private boolean stopReadingBody() {
+        stopBodyDeadline();
+        if (upload != null) {
+            upload.detach();
+        }
+        if (plainPipe == null) {
+            return false;
+        }
+        plainPipe.close();
+        req.pause();
+        return true;
+    }
+
+    /**
      * Gives up an exchange because of its client: stops the body, resets the backend request (no
      * object is created), answers {@code status} when the status line is not out yet, then closes
      * the connection. The slot and permits are released when the response ends.
      */
     private void abandon(int status, String code, String message) {
         abandoned = true;
-        stopBodyDeadline();
-        if (upload != null) {
-            upload.detach();
-        }
-        if (plainPipe != null) {
-            plainPipe.close();
-            req.pause();
-        }
+        stopReadingBody();
         if (backendRequest != null) {
             if (backendWatch == null || !backendWatch.requestEnded()) {
                 quiet(backendRequest); // an ended request takes no handler (Vert.x throws): it keeps its own
@@ -633,13 +643,7 @@ final class Exchange {
             // the backend answered before the whole body was sent (404 NoSuchBucket, 403): stop
             // reading it, relay the answer, then close both connections (neither can carry another
             // request); closing the client's waits for what it still sends (closeAfterLinger)
-            stopBodyDeadline();
-            if (upload != null) {
-                upload.detach();
-            }
-            if (plainPipe != null) {
-                plainPipe.close();
-                req.pause();
+            if (stopReadingBody()) {
                 quiet(backendRequest);
             }
             unfinishedBackendRequest = in.request();

@@ -104,6 +104,16 @@ public final class LocalStack implements AutoCloseable {
                     .observer(obs).heartbeat(settings.heartbeat()).build(), config, null, SystemTicker.INSTANCE, registry,
                     DecisionStats.DEFAULTS)).service());
         }
+        LocalStack stack = withClientAndGateway(vertx, observer, limiters, backend, settings, registry);
+        stack.waitForLimiters(settings.limiters());
+        return stack;
+    }
+
+    /** Starts the client (on the observer) and the gateway (before {@code backend}) of either kind of stack. */
+    private static LocalStack withClientAndGateway(Vertx vertx, ObserverService observer, List<LimiterService> limiters,
+                                                   int backend, Settings settings, MeterRegistry registry) {
+        HostPort any = new HostPort("127.0.0.1", 0);
+        HostPort obs = new HostPort("127.0.0.1", observer.port());
         // one JVM on two cores carries the backend, the SDK and every component: a check gets 1 s
         LeveeClient client = await(LeveeClient.start(vertx, LeveeClient.Options.builder(obs)
                 .refresh(settings.refresh()).checkTimeout(Duration.ofSeconds(1)).backoff(Duration.ofSeconds(2))
@@ -111,9 +121,7 @@ public final class LocalStack implements AutoCloseable {
         GatewayService gateway = await(GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", backend))
                 .listen(any).admin(any).enforce(settings.enforce()).onFailure(settings.onFailure())
                 .healthToken(HEALTH_TOKEN).build(), client, SystemTicker.INSTANCE, Clock.systemUTC(), registry));
-        LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
-        stack.waitForLimiters(settings.limiters());
-        return stack;
+        return new LocalStack(vertx, observer, limiters, client, gateway);
     }
 
     /**
@@ -139,7 +147,6 @@ public final class LocalStack implements AutoCloseable {
                 registry, dev.levee.observer.StatsAggregator.DEFAULT_TIMEOUT,
                 settings.ui() ? dev.levee.observer.StatsPage.load() : null));
         ObserverService observer = membership.service();
-        HostPort obs = new HostPort("127.0.0.1", observer.port());
         List<LimiterService> limiters = new ArrayList<>();
         List<AutoCloseable> leases = new ArrayList<>();
         for (int i = 1; i <= settings.limiters(); i++) {
@@ -149,13 +156,7 @@ public final class LocalStack implements AutoCloseable {
             limiters.add(l.service());
             leases.add(l); // closing it revokes the lease
         }
-        LeveeClient client = await(LeveeClient.start(vertx, LeveeClient.Options.builder(obs)
-                .refresh(settings.refresh()).checkTimeout(Duration.ofSeconds(1)).backoff(Duration.ofSeconds(2))
-                .build(), SystemTicker.INSTANCE, registry));
-        GatewayService gateway = await(GatewayService.start(vertx, GatewayOptions.builder(new HostPort("127.0.0.1", backend))
-                .listen(any).admin(any).enforce(settings.enforce()).onFailure(settings.onFailure())
-                .healthToken(HEALTH_TOKEN).build(), client, SystemTicker.INSTANCE, Clock.systemUTC(), registry));
-        LocalStack stack = new LocalStack(vertx, observer, limiters, client, gateway);
+        LocalStack stack = withClientAndGateway(vertx, observer, limiters, backend, settings, registry);
         stack.extras.addAll(leases);
         stack.extras.add(membership);
         stack.extras.add(source);
