@@ -384,6 +384,7 @@ final class QuotaCommand {
         }
 
         /** Writes the ops in chunks while the marker exists; returns {revision, transactions}. */
+        @SuppressWarnings("try") // the keep-alive is held open for the writes, never read
         private long[] chunked(Client c, String prefix, ByteSequence marker, Cmp noImport, List<Op> ops) throws Exception {
             String id = java.util.UUID.randomUUID().toString();
             String value = "{\"id\": \"" + id + "\", \"started\": \"" + java.time.Instant.now() + "\", \"changes\": "

@@ -452,7 +452,7 @@ final class Exchange {
         // the body is read from the client only once the backend wants it (100 Continue), or after
         // the continue timeout for a backend that ignores Expect
         out.continueHandler(v -> proceed(out));
-        out.sendHead();
+        out.writeHead();
         if (!backendExpects) {
             // the client signed its Expect (or its absence): the backend gets none and will not ask for the body, so
             // it is streamed at once; an answer the backend gives while it comes is still relayed (its connection is

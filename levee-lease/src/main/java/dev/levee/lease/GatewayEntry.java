@@ -77,7 +77,7 @@ public record GatewayEntry(String gatewayId, String incarnation, Map<Resource, C
             throw new IllegalArgumentException("expected {gateway, incarnation, claims}");
         }
         Map<Resource, Claim> claims = new TreeMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = root.get("claims").fields(); it.hasNext(); ) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = root.get("claims").properties().iterator(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             Resource r = resource(e.getKey());
             JsonNode v = e.getValue();

@@ -180,7 +180,7 @@ public record SiteBudget(long download, long upload, long principalDownload, lon
             if (!ps.isObject()) {
                 problems.add(where + ": field 'principals': expected a mapping of principal ids; got " + kind(ps));
             } else {
-                for (Iterator<Map.Entry<String, JsonNode>> it = ps.fields(); it.hasNext(); ) {
+                for (Iterator<Map.Entry<String, JsonNode>> it = ps.properties().iterator(); it.hasNext(); ) {
                     Map.Entry<String, JsonNode> e = it.next();
                     String id = e.getKey();
                     String f = "principals." + id;

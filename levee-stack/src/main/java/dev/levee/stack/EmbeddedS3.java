@@ -188,6 +188,7 @@ public final class EmbeddedS3 implements AutoCloseable {
      * @param endpoint the backend, a gateway or NGINX in front of it
      * @return a new client (close it)
      */
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client: no second Netty line; its Apache 5 one is not used yet
     public static software.amazon.awssdk.services.s3.S3Client client(URI endpoint) {
         return software.amazon.awssdk.services.s3.S3Client.builder()
                 .endpointOverride(endpoint)
