@@ -16,6 +16,7 @@ import dev.levee.lease.SiteLease;
 import io.etcd.jetcd.Client;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -49,6 +50,8 @@ import org.slf4j.LoggerFactory;
  * ShareKeeper#lease()} and {@link ShareKeeper#status()}, which read it whole.
  */
 final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareListener, AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(SiteShares.class);
 
     private final GovernanceSettings settings;
     private final ScheduledExecutorService loop;
@@ -179,6 +182,9 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
                 DemandEstimator e = estimators.computeIfAbsent(r, k -> new DemandEstimator(since, total[0], w[0]));
                 long share = shares.getOrDefault(r, 0L);
                 long d1 = e.update(now, total[0], w[0], total[2], share, directionBudget, gateways);
+                if (log.isDebugEnabled()) {
+                    log.debug("site demand {}: {}", d.name().toLowerCase(Locale.ROOT), e.describe());
+                }
                 if (d1 > share && share > 0 && e.probing()) {
                     // limited while part of the budget lies unclaimed (a gateway gone): ask for all of it at once;
                     // max-min fairness splits it among those who ask
@@ -272,7 +278,7 @@ final class SiteShares implements ShareKeeper.DemandSource, ShareKeeper.ShareLis
     /** Registers the site metrics (aggregated per direction; no principal ids). */
     void bind(io.micrometer.core.instrument.MeterRegistry registry) {
         for (Direction d : Direction.values()) {
-            String dir = d.name().toLowerCase(java.util.Locale.ROOT);
+            String dir = d.name().toLowerCase(Locale.ROOT);
             io.micrometer.core.instrument.Gauge.builder("levee_gateway_site_share_bytes_per_second",
                     keeper, k -> k.status().shares().get(d)).tag("direction", dir)
                     .description("this gateway's share of the site budget, bytes/s").register(registry);

@@ -54,6 +54,8 @@ class SiteBandwidthIT {
     static final long B = 30 * MiB;
     static final Duration TTL = Duration.ofSeconds(3);
     static final Duration RENEW = Duration.ofMillis(500);
+    /** How often etcd's lessor revokes expired leases (server/lease/lessor.go, runLoop's delayTicker). */
+    static final Duration ETCD_LESSOR_TICK = Duration.ofMillis(500);
     static final long QUANTUM = 64 * KiB;
     static final int THREADS = 2;
     static final String KEY_A = "AKIASITEBWA";
@@ -382,8 +384,10 @@ class SiteBandwidthIT {
                 + " (TTL %d ms)%n", ms(returned - kill), TTL.toMillis());
         demand.get(1).close();
         site.gateway(1).restart();
-        assertThat(returned - kill).as("within the lease TTL plus two renew intervals").isLessThanOrEqualTo(
-                TTL.plus(RENEW.multipliedBy(2)).toNanos());
+        // etcd revokes an expired lease on its lessor's next 500 ms tick (server/lease/lessor.go, runLoop), not at its
+        // expiry: the bound without that tick had no room left for the others' round and failed at 4.4-4.8 s under load
+        assertThat(returned - kill).as("within the lease TTL plus etcd's lessor tick plus two renew intervals")
+                .isLessThanOrEqualTo(TTL.plus(ETCD_LESSOR_TICK).plus(RENEW.multipliedBy(2)).toNanos());
         await("g1 registers a new incarnation").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50))
                 .until(() -> incarnation("g1") != null && !incarnation("g1").equals(oldIncarnation));
         String fresh = incarnation("g1");

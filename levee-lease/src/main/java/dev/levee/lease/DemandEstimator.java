@@ -85,6 +85,10 @@ public final class DemandEstimator {
     private long lastWaited;
 
     private long demand;
+    private double lastRate;
+    private double lastWaitedFraction;
+    private long lastWaiting;
+    private long lastShare;
     private int limitedInARow;
     private int belowInARow;
     private int quietInARow;
@@ -138,6 +142,10 @@ public final class DemandEstimator {
             return demand;
         }
         boolean quiet = bytes == 0 && waiting == 0;
+        lastRate = bytes * 1e9 / dt;
+        lastWaitedFraction = bytes > 0 ? waitedBytes / (double) bytes : 0;
+        lastWaiting = waiting;
+        lastShare = share;
         record(bytes, dt, limited, quiet);
         quietInARow = quiet ? quietInARow + 1 : 0;
         limitedInARow = limited ? limitedInARow + 1 : 0;
@@ -185,6 +193,21 @@ public final class DemandEstimator {
     /** Returns whether the last round probed: limited for {@value #UP_ROUNDS} rounds in a row or more. */
     public boolean probing() {
         return limitedInARow >= UP_ROUNDS;
+    }
+
+    /**
+     * Describes the last round that counted, for a DEBUG log line: its rate and use of the share, how much of it
+     * waited, whether it was limited, what the clients took (in all, while free), the counters in a row, and the
+     * demand. Not meant to be parsed.
+     */
+    public String describe() {
+        int last = Math.floorMod(head - 1, HORIZON);
+        return String.format(java.util.Locale.ROOT, "round %.0f B/s (%.1f %% of share %d B/s), %.0f %% after a wait,"
+                        + " %d waiting, %s; taken %d B/s, while free %d B/s in %d rounds; limited %d, below %d in a row;"
+                        + " demand %d B/s", lastRate, lastShare > 0 ? lastRate * 100 / lastShare : 0.0, lastShare,
+                lastWaitedFraction * 100, lastWaiting, rounds == 0 ? "none yet" : roundLimited[last] ? "limited"
+                        : roundQuiet[last] ? "quiet" : "free", taken(), takenWhileFree(), freeRounds(), limitedInARow,
+                belowInARow, demand);
     }
 
     /** Returns the demand last returned, bytes/s. */

@@ -177,4 +177,29 @@ class ShareKeeperTest {
         assertThat(second.deadline() - first.deadline()).isPositive();
         assertThat(second.id()).isEqualTo(first.id());
     }
+    @Test
+    void aDemandRisingLessThanTenPercentAboveItsShareIsWrittenAndTheOthersMakeRoom() {
+        // SiteBandwidthIT, issue 22: g0's estimate fell to 4.93 MiB/s, just below what its clients read, and rose
+        // again to 5.1-5.4. A demand was written only when it moved by more than 10 %, so g1 and g2 kept dividing
+        // 30 MiB/s by the stale 4.93 (12.53 each) and g0 could not rise for 3 s; its rounds all looked limited, and
+        // once the estimator's horizon held no free round it probed uncapped to 6.2 and 7.3 MiB/s
+        SiteModel m = new SiteModel(1, SiteModel.Faults.none(SiteModel.ms(1), SiteModel.ms(1)), true);
+        m.store.setBudget(ShareKeeperModelTest.budget(30 * MIB, 0, 0));
+        SiteModel.Node g0 = node(m, "gw-0", 0);
+        SiteModel.Node g1 = node(m, "gw-1", 123_456_789);
+        SiteModel.Node g2 = node(m, "gw-2", 987_654_321);
+        long low = 5_172_624; // 4.933 MiB/s, so that 30 MiB/s − low halves exactly (no byte of rounding left to write)
+        long high = (long) (5.4 * MIB); // 9.5 % more
+        g0.demands = Map.of(DOWN, low);
+        m.at(0, () -> g0.start(settings("gw-0")));
+        m.at(SiteModel.ms(10), () -> g1.start(settings("gw-1")));
+        m.at(SiteModel.ms(20), () -> g2.start(settings("gw-2")));
+        m.run(SiteModel.ms(5000), 200_000);
+        assertThat(g0.keeper.shares().get(DOWN)).as("g0 at its demand").isEqualTo(low);
+        m.at(SiteModel.ms(5000), () -> g0.demands = Map.of(DOWN, high));
+        m.run(SiteModel.ms(5000) + 4 * RENEW.toNanos(), 200_000);
+        assertThat(g0.keeper.shares().get(DOWN)).as("g0's share 4 renew intervals after its demand rose 9.5 %")
+                .isEqualTo(high);
+        assertThat(m.violation()).isNull();
+    }
 }
