@@ -24,7 +24,8 @@ package dev.levee.lease;
  *   <li><b>Following</b> (not probing): the demand is {@code 1.05 ×} what the clients took (5 % headroom,
  *   so a share given exactly that is not the bottleneck). It rises when both the last {@value #DOWN_ROUNDS}
  *   rounds and the whole horizon say so (a few rounds' bytes swing with the socket buffers' level and the
- *   bucket's burst); it falls, to what the last {@value #DOWN_ROUNDS} rounds took, only after
+ *   bucket's burst); it falls, to what the last {@value #DOWN_ROUNDS} rounds took (limited ones at what their share
+ *   let through), only after
  *   {@value #DOWN_ROUNDS} rounds in a row more than 3 % below (hysteresis), and a target from 3 %
  *   below to 5 % above the demand in force leaves it unchanged (a dead band: the clients' jitter and the
  *   kernel's socket buffers filling and draining move neither the demand nor the shares).</li>
@@ -35,7 +36,9 @@ package dev.levee.lease;
  *   took in those rounds (never below the share): a new response filling the kernel's socket buffers
  *   makes a share look limited for a while, and must not push it far above what the clients read; a
  *   real rise in demand keeps it limited for the whole horizon, after which it grows freely. One
- *   not-limited round ends probing; the demand then follows what the clients took.</li>
+ *   not-limited round ends probing; the demand then follows what the clients took — except after growing
+ *   past the cap: if that first free round took no more than {@code 1.05 ×} the demand before that step, the
+ *   probe found nothing and the demand is back there at once.</li>
  *   <li><b>Newcomer</b>: no share and requests waiting: {@code budget / gateways} at once.</li>
  *   <li><b>Idle</b>: nothing granted and nothing waiting for {@value #IDLE_ROUNDS} rounds in a row:
  *   0 (the share is given back). One quiet round — a new share whose first bytes have not arrived
@@ -84,6 +87,7 @@ public final class DemandEstimator {
     private long lastGranted;
     private long lastWaited;
 
+    private long beforeProbe = -1; // the demand before probing went past the cap; -1: not probing past it
     private long demand;
     private double lastRate;
     private double lastWaitedFraction;
@@ -159,7 +163,11 @@ public final class DemandEstimator {
         } else if (limitedInARow >= UP_ROUNDS) {
             next = (long) (Math.max(taken, share) * PROBE);
             long free = takenWhileFree();
-            if (free > 0 && freeRounds() >= FREE_EVIDENCE) {
+            boolean capped = free > 0 && freeRounds() >= FREE_EVIDENCE;
+            if (!capped && beforeProbe < 0) {
+                beforeProbe = demand;
+            }
+            if (capped) {
                 // the clients took less than their share within the horizon: the kernel's socket buffers filling (a
                 // new response) look limited too; grow no further than a little above what they took until the
                 // share has been the bottleneck for the whole horizon
@@ -169,7 +177,25 @@ public final class DemandEstimator {
         } else {
             // falls to the last few rounds (older ones may hold a socket-buffer fill, which would keep the demand
             // high); rises only when the whole horizon agrees (a few rounds' bytes swing with the buffers' level)
-            long recent = taken(DOWN_ROUNDS);
+            if (beforeProbe >= 0) {
+                // the first free round after probing beyond what the clients took while free: if they took no more
+                // than the demand before it allowed, the probe found nothing (a long run of rounds just above a
+                // share that followed its clients closely looks limited for the whole horizon): back at once rather
+                // than after DOWN_ROUNDS rounds (issue 22: 6.3-7.3 MiB/s for 1.5-3.8 s above clients reading 5.0)
+                long was = beforeProbe;
+                beforeProbe = -1;
+                if (lastRate <= was * (1 + BAND_UP)) {
+                    demand = was;
+                    belowInARow = 0;
+                    return demand;
+                }
+            }
+            // the last few rounds limited or not: a limited round counts at what the share let through (a lower bound of
+            // what the clients wanted). Counting only the free ones kept the rounds in which the clients happened to read
+            // less, and a share that followed them closely fell below their rate (4.49-4.93 MiB/s for clients at 5.0 in
+            // SiteBandwidthIT); then every round looked limited, until the horizon held only those and probing went
+            // uncapped (issue 22)
+            long recent = takenInAll(DOWN_ROUNDS);
             long target = recent == 0 ? (quietInARow > 0 ? demand : 0) : (long) (recent * HEADROOM) + 1;
             long longer = (long) (taken * HEADROOM) + 1;
             if (Math.min(target, longer) > demand * (1 + BAND_UP)) {
@@ -249,6 +275,20 @@ public final class DemandEstimator {
     /** What the clients take, bytes/s: not-limited rounds' bytes over their time, else all rounds'. */
     private long taken() {
         return taken(HORIZON);
+    }
+
+    /** The last {@code last} rounds' bytes over their time, limited or not (quiet ones left out), bytes/s. */
+    private long takenInAll(int last) {
+        long bytes = 0;
+        long nanos = 0;
+        for (int i = 0; i < Math.min(rounds, last); i++) {
+            int k = Math.floorMod(head - 1 - i, HORIZON);
+            if (!roundQuiet[k]) {
+                bytes += roundBytes[k];
+                nanos += roundNanos[k];
+            }
+        }
+        return nanos == 0 ? 0 : (long) (bytes * 1e9 / nanos);
     }
 
     /** {@link #taken()} over the last {@code last} rounds only. */

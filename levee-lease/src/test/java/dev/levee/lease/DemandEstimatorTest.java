@@ -152,6 +152,51 @@ class DemandEstimatorTest {
         assertThat(demands.getLast()).as("then probes beyond: %s", demands).isGreaterThanOrEqualTo(10 * MiB);
     }
 
+    @Test
+    void aFallIsJudgedOnEveryRoundNotOnlyOnThoseTheClientsReadLessIn() {
+        // clients reading 4.75 and 5.2 MiB/s in turn (4.975 on average) behind a share of 5.25: the 5.2 rounds use the
+        // whole share and wait, so they are limited. Judged on the free rounds alone the last rounds "took" 4.75 and the
+        // demand fell to 4.99, below what the clients read (SiteBandwidthIT, issue 22: 4.49-4.93 for clients at 5.0)
+        Feed f = new Feed(0);
+        long share = (long) (5.25 * MiB);
+        for (int i = 0; i < 10; i++) {
+            f.round(5.0, false, 0, share);
+        }
+        List<Long> demands = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            boolean high = i % 2 == 0;
+            demands.add(f.round(high ? 5.2 : 4.75, high, high ? 2 : 0, share));
+            share = demands.getLast();
+        }
+        assertThat(demands).as("demands (B/s)").allMatch(d -> d >= 5 * MiB);
+    }
+
+    @Test
+    void aProbeBeyondTheCapThatFindsNothingEndsAtTheFirstFreeRound() {
+        // a share that follows its clients closely (5.25 for 5.0) and a long run of rounds a little above it: every
+        // round of the horizon is limited, probing grows to its cap (1.08 × what they took while free) and, once the
+        // horizon holds no free round, past it (1.25 ×). The first free round shows the clients took no more than the
+        // demand before that step allowed: the demand is back there at once, not 3 rounds later
+        Feed f = new Feed(0);
+        long share = (long) (5.25 * MiB);
+        for (int i = 0; i < 10; i++) {
+            f.round(5.0, false, 0, share);
+        }
+        long before = 0;
+        long probed = 0;
+        for (int i = 0; i < 14 && probed == 0; i++) {
+            long d = f.round(share / (double) MiB, true, 2, share);
+            if (d > share * 1.2) {
+                before = share;
+                probed = d;
+            }
+            share = d;
+        }
+        assertThat(probed).as("probed past the cap").isGreaterThan(0);
+        assertThat(before).as("the cap").isLessThanOrEqualTo((long) (5.25 * MiB * 1.08) + 1);
+        assertThat(f.round(5.1, false, 0, probed)).as("the first free round after it").isEqualTo(before);
+    }
+
     @Property(tries = 300)
     void theDemandStaysWithinZeroAndTheBudget(@ForAll("rounds") List<int[]> rounds, @ForAll @LongRange(min = -1000, max = 1000)
             long startSeconds) {
@@ -194,9 +239,14 @@ class DemandEstimatorTest {
         }
 
         void run(long nanos, double jitter, Random rnd) {
+            run(nanos, jitter, rnd, 1);
+        }
+
+        /** As {@link #run(long, double, Random)}, the clients reading at {@code factor ×} their rate throughout. */
+        void run(long nanos, double jitter, Random rnd, double factor) {
             long step = 10_000_000L;
             for (long t = 0; t < nanos; t += step) {
-                double read = rate * (1 - jitter + 2 * jitter * rnd.nextDouble()) * step / SEC;
+                double read = rate * factor * (1 - jitter + 2 * jitter * rnd.nextDouble()) * step / SEC;
                 double room = buffer - level + read;
                 double may = (double) share * step / SEC;
                 double sent = Math.min(may, room);
@@ -219,6 +269,15 @@ class DemandEstimatorTest {
 
     /** Runs the loop: every round each gateway estimates, then shares are the max-min fair division of B. */
     static List<long[]> loop(List<PacedGateway> gws, int rounds, double jitter, int drainEvery, long seed) {
+        return loop(gws, rounds, jitter, drainEvery, seed, 0);
+    }
+
+    /**
+     * As {@link #loop(List, int, double, int, long)}, each gateway's clients reading at their rate × (1 ± {@code
+     * roundJitter}) for a whole round, drawn anew every round (a client's pause, a CPU-starved gateway).
+     */
+    static List<long[]> loop(List<PacedGateway> gws, int rounds, double jitter, int drainEvery, long seed,
+                             double roundJitter) {
         Random rnd = new Random(seed);
         long now = Long.MAX_VALUE - 20 * SEC;
         List<long[]> shares = new ArrayList<>();
@@ -227,7 +286,7 @@ class DemandEstimatorTest {
                 if (drainEvery > 0 && r > 0 && (r + 7 * i) % drainEvery == 0) {
                     gws.get(i).drain();
                 }
-                gws.get(i).run(ROUND, jitter, rnd);
+                gws.get(i).run(ROUND, jitter, rnd, 1 - roundJitter + 2 * roundJitter * rnd.nextDouble());
             }
             now += ROUND;
             long[] demands = new long[gws.size()];
