@@ -20,6 +20,17 @@ package dev.levee.core;
  * {@code ≥ 0} means admitted and is the remaining allowance (requests that would be admitted at
  * the same instant); a value {@code < 0} means rejected and {@code -value} is the wait in
  * nanoseconds until a request would be admitted (≥ 1).
+ *
+ * <h2>Reservations</h2>
+ * {@link #reserve} takes up to {@code n} conformance slots of a key at once, for a request lease
+ * (docs/design.md §12). Each admitted request or slot has a <em>virtual time</em> {@code v}: for
+ * {@link #attempt} {@code v = max(TAT, now)} and the request is admitted at {@code now ∈ [v − τ, v]};
+ * a reservation gives its slots {@code v_k = v_1 + (k − 1) × T} with {@code v_1 = max(TAT, now + lead)}
+ * and moves TAT to {@code v_n + T}. Either way the virtual times of one state (under one limit) are at
+ * least {@code T} apart, which is all the bound of docs/design.md §12 needs from this class. A reservation
+ * refuses exactly where {@link #attempt} would refuse its first slot, with the same wait, and rescales
+ * the state on a limit change the same way. The state's expiry horizon grows to cover a TAT that a
+ * reservation pushed beyond {@code τ + T}, so {@link GcraTable} never forgets reserved debt.
  */
 public final class Gcra {
 
@@ -78,7 +89,8 @@ public final class Gcra {
         state.limit = limit;
         // the state expires one horizon of the limit in force after its last use, refused or not: a key refused under a
         // longer horizon (its group grew, its rate fell) owes more than the old one covered (GcraTableTest)
-        state.horizonNs = limit.horizonNs();
+        // a reservation may have put TAT further ahead than τ + T: the horizon then covers it (reserve)
+        state.horizonNs = Math.max(limit.horizonNs(), ahead);
         if (ahead > tau) {
             return -(ahead - tau);
         }
@@ -86,6 +98,95 @@ public final class Gcra {
         state.tat = now + newAhead;
         state.used = true;
         return newAhead > tau ? 0 : (tau - newAhead) / t + 1;
+    }
+
+    /**
+     * The answer to {@link #reserve}: either {@code slots ≥ 1} granted slots, or a refusal ({@code slots == 0})
+     * with the wait. Offsets are relative to the {@code now} of the decision, in ns of the limiter's clock.
+     *
+     * @param slots        slots granted, ≥ 1; 0 = refused
+     * @param firstNs      {@code v_1 − now}, ≥ 0: the virtual time of the first slot; slot {@code k} (1-based)
+     *                     has {@code v_k − now = firstNs + (k − 1) × intervalNs}
+     * @param intervalNs   {@code T}, ns between the virtual times of two slots
+     * @param toleranceNs  {@code τ}: slot {@code k} may be used in {@code [v_k − τ, v_k + T)}
+     * @param waitNs       for a refusal, ns until a reservation (or an {@link #attempt}) would be admitted, ≥ 1;
+     *                     0 when granted
+     */
+    public record Reservation(int slots, long firstNs, long intervalNs, long toleranceNs, long waitNs) {
+
+        /** Returns whether slots were granted. */
+        public boolean granted() {
+            return slots > 0;
+        }
+
+        /** Returns {@code v_n + T − now}: when, after the decision, the last slot's window ends (ns). */
+        public long lifetimeNs() {
+            return slots == 0 ? 0 : firstNs + slots * intervalNs;
+        }
+    }
+
+    /**
+     * Reserves up to {@code slots} consecutive conformance slots of one key at {@code now} (docs/design.md §12).
+     *
+     * <p>Refused, with the wait {@link #attempt} would give, exactly when {@code attempt} at {@code now} would
+     * refuse (TAT − now &gt; τ, or rate 0); the state then changes only as a refused {@code attempt} changes it
+     * (a limit change rescales the debt). Otherwise the first slot's virtual time is {@code v_1 = max(TAT,
+     * now + lead)} and the grant holds {@code m = min(slots, ⌊(L − (v_1 − now)) / T⌋) ≥ 1} slots, where
+     * {@code L = max(maxLifetimeNs, τ + T)} caps the lifetime: every slot's window ends by {@code now + L}
+     * (one slot always fits, since {@code v_1 − now ≤ τ} when the lead does not move it). TAT becomes
+     * {@code v_m + T}.
+     *
+     * @param state         the key's state (not null)
+     * @param limit         the per-limiter parameters (not null)
+     * @param now           the current monotonic time in ns
+     * @param leadNs        the earliest virtual time of the first slot after {@code now}, ns, ≥ 0 (a client that
+     *                      cannot use a slot before its grant arrives asks for about one round trip); capped so
+     *                      that one slot fits the lifetime
+     * @param slots         slots asked for, ≥ 1
+     * @param maxLifetimeNs the longest time after {@code now} a slot's window may end, ns, ≥ 0; a key's own
+     *                      {@code τ + T} is allowed whatever this says
+     * @return the grant, or the refusal with its wait
+     * @throws IllegalArgumentException when {@code leadNs < 0}, {@code slots < 1} or {@code maxLifetimeNs < 0}
+     */
+    public static Reservation reserve(State state, GcraLimit limit, long now, long leadNs, int slots,
+                                      long maxLifetimeNs) {
+        if (leadNs < 0) {
+            throw new IllegalArgumentException("leadNs must be >= 0, got " + leadNs);
+        }
+        if (slots < 1) {
+            throw new IllegalArgumentException("slots must be >= 1, got " + slots);
+        }
+        if (maxLifetimeNs < 0) {
+            throw new IllegalArgumentException("maxLifetimeNs must be >= 0, got " + maxLifetimeNs);
+        }
+        long t = limit.emissionIntervalNs();
+        long tau = limit.toleranceNs();
+        if (limit.blocked()) {
+            return new Reservation(0, 0, t, tau, GcraLimit.BLOCKED_RETRY_NS);
+        }
+        long ahead = state.used ? state.tat - now : 0;
+        if (ahead < 0) {
+            ahead = 0;
+        }
+        GcraLimit old = state.limit;
+        if (old != limit && ahead > 0 && old != null && !old.equals(limit)) {
+            ahead = rescale(ahead, old, limit);
+            state.tat = now + ahead;
+        }
+        state.limit = limit;
+        if (ahead > tau) {
+            state.horizonNs = Math.max(limit.horizonNs(), ahead);
+            return new Reservation(0, 0, t, tau, ahead - tau);
+        }
+        long life = Math.min(GcraLimit.MAX_SPAN_NS, Math.max(maxLifetimeNs, limit.horizonNs())); // ≥ τ + T
+        long first = Math.max(ahead, Math.min(leadNs, life - t)); // ≤ life − T: one slot fits
+        long fit = (life - first) / t; // ≥ 1
+        int granted = (int) Math.min(slots, fit);
+        long newAhead = first + granted * t; // ≤ life ≤ 2^61: no overflow
+        state.tat = now + newAhead;
+        state.used = true;
+        state.horizonNs = Math.max(limit.horizonNs(), newAhead);
+        return new Reservation(granted, first, t, tau, 0);
     }
 
     /**
