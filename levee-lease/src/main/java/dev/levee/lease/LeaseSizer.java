@@ -1,0 +1,85 @@
+package dev.levee.lease;
+
+import dev.levee.core.GcraLimit;
+
+/**
+ * Decides whether a limit key is leased and how many slots a client asks one group member for
+ * (docs/design.md §12). Pure arithmetic on the key's rate as this client observes it; immutable.
+ *
+ * <p>A key is leased from {@code threshold} requests per second at this client. The client asks each of the
+ * {@code g} members of the key's group for its part of the next {@code window} of its demand:
+ * {@code n = ⌈observed / g × window⌉}, at least 1, at most {@code min(maxSlots, c + ⌊window / T⌋)} — what one
+ * member can give over the window from a full state. So two clients hot on one key share its rate in
+ * proportion to their demand: each reservation takes what its client asked for, in the order they arrive.
+ *
+ * @param windowNs               how much of the demand one grant covers, ns, in [20 ms, 100 ms]; default 50 ms
+ * @param thresholdPerSecond     the observed rate from which a key is leased, requests/s, finite and &gt; 0; default 100
+ * @param maxSlots               the most slots asked at once, ≥ 1; default 4096 (as {@link RequestLeaseRules#DEFAULTS})
+ */
+public record LeaseSizer(long windowNs, double thresholdPerSecond, int maxSlots) {
+
+    /** Shortest window, ns: 20 ms. */
+    public static final long MIN_WINDOW_NS = 20_000_000L;
+    /** Longest window, ns: 100 ms. */
+    public static final long MAX_WINDOW_NS = 100_000_000L;
+    /** The defaults: 50 ms, 100 requests/s, 4096 slots. */
+    public static final LeaseSizer DEFAULTS = new LeaseSizer(50_000_000L, 100, 4096);
+
+    /**
+     * Validates the sizer.
+     *
+     * @throws IllegalArgumentException naming the parameter, when one is out of range, zero where it must not be,
+     *                                  or not a number
+     */
+    public LeaseSizer {
+        if (windowNs < MIN_WINDOW_NS || windowNs > MAX_WINDOW_NS) {
+            throw new IllegalArgumentException("lease window must be in [20 ms, 100 ms], got " + windowNs + " ns");
+        }
+        if (!(thresholdPerSecond > 0) || Double.isInfinite(thresholdPerSecond)) {
+            throw new IllegalArgumentException("lease threshold must be a finite rate > 0 requests/s, got "
+                    + thresholdPerSecond);
+        }
+        if (maxSlots < 1) {
+            throw new IllegalArgumentException("maxSlots must be >= 1, got " + maxSlots);
+        }
+    }
+
+    /**
+     * Returns whether a key observed at {@code observedPerSecond} at this client is leased.
+     *
+     * @throws IllegalArgumentException when the rate is negative or not a finite number
+     */
+    public boolean leased(double observedPerSecond) {
+        checkRate(observedPerSecond);
+        return observedPerSecond >= thresholdPerSecond;
+    }
+
+    /**
+     * Returns the slots to ask one member of a group of {@code groupSize} for.
+     *
+     * @param observedPerSecond the key's rate at this client, requests/s, finite, ≥ 0
+     * @param groupSize         {@code g}, ≥ 1
+     * @param limit             the per-limiter limit of the key (not blocked)
+     * @return slots, in {@code [1, min(maxSlots, c + ⌊window / T⌋)]}
+     * @throws IllegalArgumentException when an argument is out of range or the limit is blocked
+     */
+    public int slots(double observedPerSecond, int groupSize, GcraLimit limit) {
+        checkRate(observedPerSecond);
+        if (groupSize < 1) {
+            throw new IllegalArgumentException("group size must be >= 1, got " + groupSize);
+        }
+        if (limit.blocked()) {
+            throw new IllegalArgumentException("a blocked quota (rate 0) is never leased");
+        }
+        long cap = Math.min(maxSlots, limit.capacity() + windowNs / limit.emissionIntervalNs());
+        double want = Math.ceil(observedPerSecond / groupSize * windowNs / 1e9);
+        return (int) Math.max(1, Math.min(cap, want));
+    }
+
+    private static void checkRate(double observedPerSecond) {
+        if (!(observedPerSecond >= 0) || Double.isInfinite(observedPerSecond)) {
+            throw new IllegalArgumentException("observed rate must be a finite number >= 0 requests/s, got "
+                    + observedPerSecond);
+        }
+    }
+}

@@ -1,0 +1,204 @@
+package dev.levee.lease;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The request leases one client holds for one limit key, and the local admission from them (docs/design.md §12).
+ * Mutable and not thread-safe: the caller serialises access to one holder (as {@code GcraTable} locks a key's
+ * state). Allocates nothing per admission.
+ *
+ * <h2>Admission</h2>
+ * At local time {@code now}, slots whose local window has ended are dropped (lost: never returned), and the
+ * request takes the usable slot whose window ends first, over all leases held (a lease's slots are used in
+ * order). Without a usable slot, {@link #waitNs} says when the next held slot's window opens, or that no lease
+ * holds one and the limiter must be asked. Windows come from {@link RequestLeaseRules}.
+ *
+ * <h2>Epochs</h2>
+ * The holder has a current {@link RequestLease.Epoch}; {@link #epoch} moving it drops every lease of another
+ * epoch, and {@link #offer} refuses one. So once the client knows a new quota revision or membership, nothing
+ * is admitted under the old one.
+ */
+public final class RequestLeaseHolder {
+
+    /** {@link #waitNs} when no held lease has a slot left: ask the limiter. */
+    public static final long NO_LEASE = -1;
+
+    private final RequestLeaseRules rules;
+    private RequestLease.Epoch epoch;
+    private final List<RequestLease> leases = new ArrayList<>();
+    /** Per lease (same index), the next unused slot, 1-based. */
+    private int[] next = new int[4];
+    private int lastSlot;
+
+    /**
+     * Creates an empty holder.
+     *
+     * @param rules the window rules (not null)
+     * @param epoch the client's current epoch (not null)
+     */
+    public RequestLeaseHolder(RequestLeaseRules rules, RequestLease.Epoch epoch) {
+        this.rules = Objects.requireNonNull(rules, "rules");
+        this.epoch = Objects.requireNonNull(epoch, "epoch");
+    }
+
+    /**
+     * Moves the holder to {@code newEpoch}, dropping every lease taken under another one.
+     *
+     * @return how many leases were dropped
+     */
+    public int epoch(RequestLease.Epoch newEpoch) {
+        Objects.requireNonNull(newEpoch, "newEpoch");
+        if (newEpoch.equals(epoch)) {
+            return 0;
+        }
+        epoch = newEpoch;
+        int dropped = 0;
+        for (int i = leases.size() - 1; i >= 0; i--) {
+            if (!leases.get(i).epoch().equals(newEpoch)) {
+                remove(i);
+                dropped++;
+            }
+        }
+        return dropped;
+    }
+
+    /** Returns the current epoch. */
+    public RequestLease.Epoch epoch() {
+        return epoch;
+    }
+
+    /**
+     * Adds a grant. Refused (false) when it is of another epoch than the current one, or a lease with the same id
+     * from the same limiter is already held (a duplicated reply). The grant must have passed {@link
+     * RequestLeaseRules#problem}.
+     */
+    public boolean offer(RequestLease lease) {
+        if (!lease.epoch().equals(epoch)) {
+            return false;
+        }
+        for (RequestLease held : leases) {
+            if (held.id() == lease.id() && held.limiterId().equals(lease.limiterId())) {
+                return false;
+            }
+        }
+        if (leases.size() == next.length) {
+            next = Arrays.copyOf(next, next.length * 2);
+        }
+        next[leases.size()] = 1;
+        leases.add(lease);
+        return true;
+    }
+
+    /**
+     * Admits one request at local time {@code now} from a held slot, if one is usable.
+     *
+     * @param now the client's monotonic clock, ns
+     * @return the lease the slot was taken from (for the log: its id and limiter), or null when no slot is usable
+     */
+    public RequestLease admit(long now) {
+        expire(now);
+        int best = -1;
+        long bestEnd = 0;
+        for (int i = 0; i < leases.size(); i++) {
+            RequestLease l = leases.get(i);
+            if (now - rules.slotStartNs(l, next[i]) < 0) {
+                continue;
+            }
+            long end = rules.slotEndNs(l, next[i]);
+            if (best < 0 || end - bestEnd < 0) {
+                best = i;
+                bestEnd = end;
+            }
+        }
+        if (best < 0) {
+            return null;
+        }
+        RequestLease used = leases.get(best);
+        lastSlot = next[best];
+        if (++next[best] > used.slots()) {
+            remove(best);
+        }
+        return used;
+    }
+
+    /**
+     * Returns, at local time {@code now}, how long until a held slot becomes usable: 0 when one is usable now,
+     * {@code ≥ 1} ns otherwise (the Retry-After of a refusal), or {@link #NO_LEASE} when no held lease has a slot
+     * left.
+     */
+    public long waitNs(long now) {
+        expire(now);
+        long wait = NO_LEASE;
+        for (int i = 0; i < leases.size(); i++) {
+            long w = Math.max(0, rules.slotStartNs(leases.get(i), next[i]) - now);
+            if (wait < 0 || w < wait) {
+                wait = w;
+            }
+        }
+        return wait;
+    }
+
+    /** Returns how many slots the held leases still have (unused and not yet past their window at {@code now}). */
+    public long unused(long now) {
+        expire(now);
+        long n = 0;
+        for (int i = 0; i < leases.size(); i++) {
+            n += leases.get(i).slots() - next[i] + 1;
+        }
+        return n;
+    }
+
+    /** Returns the slot (1-based) the last successful {@link #admit} took from its lease, for the log line. */
+    public int lastSlot() {
+        return lastSlot;
+    }
+
+    /**
+     * Returns how many slots the leases granted by {@code limiterId} still have at {@code now}: what a client weighs
+     * against its demand to decide when to ask that limiter again.
+     */
+    public long unused(long now, String limiterId) {
+        expire(now);
+        long n = 0;
+        for (int i = 0; i < leases.size(); i++) {
+            if (leases.get(i).limiterId().equals(limiterId)) {
+                n += leases.get(i).slots() - next[i] + 1;
+            }
+        }
+        return n;
+    }
+
+    /** Returns how many leases are held (some may be past their last window until the next call with a time). */
+    public int held() {
+        return leases.size();
+    }
+
+    /** Drops every lease (a client that forgets, or switches leases off). */
+    public void clear() {
+        leases.clear();
+    }
+
+    private void expire(long now) {
+        for (int i = leases.size() - 1; i >= 0; i--) {
+            RequestLease l = leases.get(i);
+            int k = next[i];
+            while (k <= l.slots() && rules.slotEndNs(l, k) - now <= 0) {
+                k++;
+            }
+            if (k > l.slots()) {
+                remove(i);
+            } else {
+                next[i] = k;
+            }
+        }
+    }
+
+    private void remove(int i) {
+        int last = leases.size() - 1;
+        System.arraycopy(next, i + 1, next, i, last - i);
+        leases.remove(i);
+    }
+}
