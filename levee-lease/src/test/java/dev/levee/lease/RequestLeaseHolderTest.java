@@ -1,0 +1,82 @@
+package dev.levee.lease;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class RequestLeaseHolderTest {
+
+    private static final RequestLeaseRules EXACT = new RequestLeaseRules(0, 0, 1_000_000_000L, 100);
+    private static final RequestLease.Epoch E1 = new RequestLease.Epoch(1, 1);
+    private static final RequestLease.Epoch E2 = new RequestLease.Epoch(2, 1);
+
+    /** T 10, τ 0, first slot at 0: slot k usable in local [r + 10(k − 1) + 1 (k > 1), s + 10k − 1). */
+    private static RequestLease lease(long id, String limiter, RequestLease.Epoch e, int slots, long s) {
+        return new RequestLease(id, e, limiter, 0, 10, 0, slots, s, s);
+    }
+
+    @Test
+    void admitsInOrderThenWaitsForTheNextSlotThenAsksTheLimiter() {
+        RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
+        long base = Long.MAX_VALUE - 15; // the clock wraps during the test
+        assertThat(h.waitNs(base)).isEqualTo(RequestLeaseHolder.NO_LEASE);
+        assertThat(h.offer(lease(1, "a", E1, 3, base))).isTrue();
+        assertThat(h.admit(base).id()).isEqualTo(1);
+        assertThat(h.lastSlot()).isEqualTo(1);
+        assertThat(h.admit(base)).isNull(); // slot 2 opens at base + 11
+        assertThat(h.waitNs(base)).isEqualTo(11);
+        assertThat(h.admit(base + 11)).isNotNull();
+        assertThat(h.lastSlot()).isEqualTo(2);
+        assertThat(h.unused(base + 11)).isEqualTo(1);
+        // slot 3 ends at base + 29: past it, the slot is lost and the limiter must be asked
+        assertThat(h.admit(base + 29)).isNull();
+        assertThat(h.waitNs(base + 29)).isEqualTo(RequestLeaseHolder.NO_LEASE);
+        assertThat(h.held()).isZero();
+    }
+
+    @Test
+    void slotsPastTheirWindowAreSkippedNotUsedLate() {
+        RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
+        h.offer(lease(1, "a", E1, 5, 0));
+        assertThat(h.admit(35)).isNotNull();
+        assertThat(h.lastSlot()).isEqualTo(4); // slots 1–3 ended at 9, 19, 29
+        assertThat(h.unused(35)).isEqualTo(1);
+    }
+
+    @Test
+    void takesTheUsableSlotThatEndsFirst() {
+        RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
+        h.offer(new RequestLease(1, E1, "a", 0, 10, 50, 3, 0, 0)); // slot 1 until 9
+        h.offer(new RequestLease(2, E1, "b", 0, 100, 0, 1, 0, 0)); // slot 1 until 99
+        assertThat(h.admit(5).limiterId()).isEqualTo("a");
+        assertThat(h.admit(5).limiterId()).isEqualTo("a"); // slot 2 (τ 50) is open too and ends at 19
+        assertThat(h.unused(5, "a")).isEqualTo(1);
+        assertThat(h.unused(5, "b")).isEqualTo(1);
+    }
+
+    @Test
+    void anEpochChangeDropsTheOldLeasesAndRefusesTheirLateGrants() {
+        RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
+        h.offer(lease(1, "a", E1, 3, 0));
+        assertThat(h.epoch(E1)).isZero();
+        assertThat(h.epoch(E2)).isEqualTo(1);
+        assertThat(h.admit(0)).isNull();
+        assertThat(h.offer(lease(2, "a", E1, 3, 0))).isFalse(); // a reply to a request sent under the old epoch
+        assertThat(h.offer(lease(3, "a", E2, 3, 0))).isTrue();
+        assertThat(h.epoch()).isEqualTo(E2);
+    }
+
+    @Test
+    void aDuplicatedGrantIsHeldOnce() {
+        RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
+        assertThat(h.offer(lease(1, "a", E1, 1, 0))).isTrue();
+        assertThat(h.offer(lease(1, "a", E1, 1, 0))).isFalse();
+        assertThat(h.offer(lease(1, "b", E1, 1, 0))).isTrue(); // same id from another limiter is another lease
+        for (int i = 0; i < 20; i++) {
+            h.offer(lease(100 + i, "c", E1, 1, 0)); // grows past the initial capacity
+        }
+        assertThat(h.unused(0)).isEqualTo(22);
+        h.clear();
+        assertThat(h.admit(0)).isNull();
+    }
+}
