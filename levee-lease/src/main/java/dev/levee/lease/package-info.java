@@ -1,11 +1,12 @@
 /**
  * Finite, fail-closed leases on the site bandwidth budgets (docs/design.md §10; operator's view in
- * docs/site-bandwidth.md). Pure: no I/O and no clock reads — time comes from an injected {@link
- * dev.levee.core.Ticker}, the store behind the {@link dev.levee.lease.ShareStore} port (etcd in
- * levee-etcd, a model with loss, delays, crashes and drift in the tests), the event loop behind
- * {@link dev.levee.lease.ShareKeeper.Loop}, log lines behind {@link dev.levee.lease.LeaseLog}. It
- * depends on levee-core, on levee-governor for its types ({@code Direction}, {@code GovernorConfig}'s
- * bounds) and on Jackson, which parses the budget document and the gateway entries from text.
+ * docs/site-bandwidth.md) and on request-rate slots of hot keys (docs/design.md §12). Pure: no I/O
+ * and no clock reads — time comes from an injected {@link dev.levee.core.Ticker}, the store behind
+ * the {@link dev.levee.lease.ShareStore} port (etcd in levee-etcd, a model with loss, delays, crashes
+ * and drift in the tests), the event loop behind {@link dev.levee.lease.ShareKeeper.Loop}, log lines
+ * behind {@link dev.levee.lease.LeaseLog}. It depends on levee-core, on levee-governor for its types
+ * ({@code Direction}, {@code GovernorConfig}'s bounds) and on Jackson, which parses the budget
+ * document and the gateway entries from text.
  *
  * <h2>Model</h2>
  * <ul>
@@ -57,5 +58,20 @@
  * </ol>
  * The keeper itself needs no change: it divides every resource that has a budget and a demand or
  * a share, and publishes every share in the same value under the same deadline.
+ *
+ * <h2>Request leases</h2>
+ * The second kind of lease here is not a share of a budget but a grant of GCRA conformance slots of one
+ * hot limit key (docs/design.md §12): {@link dev.levee.lease.RequestLease} (the grant as a client holds
+ * it), {@link dev.levee.lease.RequestLeaseRules} (a slot's window on the client's clock, which grants to
+ * accept, the restart fence), {@link dev.levee.lease.RequestLeaseHolder} (local admission, in order,
+ * per key and epoch) and {@link dev.levee.lease.LeaseSizer}; the reservation itself is {@code
+ * Gcra.reserve} in levee-core, next to the state it advances. Both kinds follow one pattern: a finite
+ * grant, a local deadline from the <em>send</em> time minus drift ρ and a margin ε, nothing used past
+ * it, nothing inherited by a restarted grantor. So a new leased resource goes where its grantor's state
+ * is: a share of a budget divided among gateways is a {@link dev.levee.lease.Resource} above; a
+ * reservation of an allocator's future (slots, tokens, quanta) is a grant record, a rules record mapping
+ * it onto the holder's clock with the same ρ/ε construction, and a holder, beside the request leases,
+ * with its bound proved in docs/design.md and checked by a model test in the style of {@code
+ * RequestLeaseModelTest}.
  */
 package dev.levee.lease;
