@@ -121,18 +121,25 @@ public record RequestLeaseRules(double drift, long marginNs, long maxLifetimeNs,
     }
 
     /**
-     * Returns whether leasing a key with {@code limit} can pay off at round-trip time {@code rttNs}: a slot's
-     * local window must stay open for at least half its real one at the farthest offset a grant can have,
-     * {@code τ + T ≥ 2 × (rtt × (1 + ρ) + ε + 2ρ × maxLifetime)}. Otherwise the key stays on the per-request path.
+     * Returns whether a key with {@code limit} from a quota with {@code burst} may be leased, and whether it pays
+     * off at round-trip time {@code rttNs}. Not with burst 0: the bound of docs/design.md §12 is {@code rate × w
+     * + g × c + g} with {@code c = max(burst, 1)}, one request per limiter above §5's {@code g × burst + g} when
+     * the burst is 0. And only when a slot's local window stays open for at least half its real one at the
+     * farthest offset a grant can have, {@code τ + T ≥ 2 × (rtt × (1 + ρ) + ε + 2ρ × maxLifetime)}. Otherwise the
+     * key stays on the per-request path.
      *
+     * @param burst the quota's burst, requests, ≥ 0
      * @param rttNs a round trip to the limiter as the client measures it, ns, ≥ 0
-     * @throws IllegalArgumentException when {@code rttNs < 0}
+     * @throws IllegalArgumentException when {@code burst < 0} or {@code rttNs < 0}
      */
-    public boolean worthLeasing(GcraLimit limit, long rttNs) {
+    public boolean worthLeasing(GcraLimit limit, int burst, long rttNs) {
+        if (burst < 0) {
+            throw new IllegalArgumentException("burst must be >= 0, got " + burst);
+        }
         if (rttNs < 0) {
             throw new IllegalArgumentException("rttNs must be >= 0, got " + rttNs);
         }
-        if (limit.blocked()) {
+        if (limit.blocked() || burst == 0) {
             return false;
         }
         double lost = rttNs * (1 + drift) + marginNs + 2 * drift * maxLifetimeNs;

@@ -21,7 +21,7 @@ import java.util.Random;
  * to a <em>period</em>: the run of decisions one limiter made with one limit value (a restart with the same limit
  * continues the period, which is what the fence must make safe). At every admission the model checks, for every
  * window that ends at it, the period bound {@code count ≤ ⌈(w + 1) / T⌉ + c} (a closed window of w ns) and, when
- * asked, the spec bound over all admissions {@code count ≤ rate × w + g × c + g}; it also checks that a leased
+ * asked, the spec bound over all admissions {@code count ≤ rate × w + g × burst + g}; it also checks that a leased
  * admission falls in its slot's real window {@code [v_k − τ, v_k + T)} and happens under the client's current epoch.
  */
 final class RequestLeaseModel {
@@ -272,7 +272,7 @@ final class RequestLeaseModel {
         GcraLimit limit = c.limit();
         long local = c.local();
         long rtt = 2 * k.oneWayMaxNs();
-        if (!sizer.leased(demandOf(c)) || !rules.worthLeasing(limit, rtt)) {
+        if (!sizer.leased(demandOf(c)) || !rules.worthLeasing(limit, c.burst, rtt)) {
             return;
         }
         for (String m : c.group()) {
@@ -503,7 +503,7 @@ final class RequestLeaseModel {
         if (k.checkSpecBound()) {
             all.add(now);
             int gs = Math.min(k.factor(), k.limiters());
-            int c = Math.max(k.burst(), 1);
+            int c = k.burst(); // §5's bound: g × burst + g, whatever c = max(burst, 1) is
             int n = all.size() - 1;
             for (int i = n - 1; i >= 0; i--) {
                 long w = now - all.get(i);
@@ -512,7 +512,7 @@ final class RequestLeaseModel {
                 }
                 double bound = k.rate() * w / 1e9 + (double) gs * c + gs + 1e-6;
                 if (n - i + 1 > bound) {
-                    fail("spec bound: " + (n - i + 1) + " admissions in " + w + " ns, bound rate·w + g·c + g = "
+                    fail("spec bound: " + (n - i + 1) + " admissions in " + w + " ns, bound rate·w + g·burst + g = "
                             + bound);
                     return;
                 }

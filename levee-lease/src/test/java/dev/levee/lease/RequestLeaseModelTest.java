@@ -25,7 +25,7 @@ class RequestLeaseModelTest {
 
     /**
      * With one quota and one membership, admissions over every window (up to 2 s) stay within the spec bound
-     * {@code rate × w + g × c + g}, through message loss and delay, client crashes, limiter crashes (restarted
+     * {@code rate × w + g × burst + g} (burst 0 included: such a key is not leased), through message loss and delay, client crashes, limiter crashes (restarted
      * behind the fence) and drift.
      */
     @Property(tries = 120)

@@ -68,10 +68,14 @@ class RequestLeaseRulesTest {
         RequestLeaseRules rules = RequestLeaseRules.DEFAULTS; // ρ 1 %, ε 0.1 ms, 200 ms: 2 × (rtt·1.01 + 0.1 + 4) ms
         GcraLimit wide = GcraLimit.of(5000, 125, 4); // τ + T = 100 ms
         GcraLimit narrow = GcraLimit.of(5000, 1, 4); // τ + T = 0.8 ms
-        assertThat(rules.worthLeasing(wide, 500_000)).isTrue();
-        assertThat(rules.worthLeasing(narrow, 500_000)).isFalse();
-        assertThat(rules.worthLeasing(GcraLimit.of(0, 5, 1), 0)).isFalse();
-        assertThatThrownBy(() -> rules.worthLeasing(wide, -1)).hasMessageContaining("rttNs");
+        assertThat(rules.worthLeasing(wide, 125, 500_000)).isTrue();
+        assertThat(rules.worthLeasing(narrow, 1, 500_000)).isFalse();
+        assertThat(rules.worthLeasing(GcraLimit.of(0, 5, 1), 5, 0)).isFalse();
+        // burst 0: c = 1 as with burst 1, but §5's bound allows one request per limiter less
+        assertThat(rules.worthLeasing(GcraLimit.of(1, 0, 1), 0, 0)).isFalse();
+        assertThat(rules.worthLeasing(GcraLimit.of(1, 1, 1), 1, 0)).isTrue();
+        assertThatThrownBy(() -> rules.worthLeasing(wide, 125, -1)).hasMessageContaining("rttNs");
+        assertThatThrownBy(() -> rules.worthLeasing(wide, -1, 0)).hasMessageContaining("burst");
     }
 
     @Test
