@@ -72,8 +72,11 @@ public final class RequestLeaseHolder {
 
     /**
      * Adds a grant. Refused (false) when it is of another epoch than the current one, or a lease with the same id
-     * from the same limiter is already held (a duplicated reply). The grant must have passed {@link
-     * RequestLeaseRules#problem}.
+     * from the same limiter is held — a duplicated reply. A lease is held until its last slot's window ends, used
+     * up or not, so a duplicate that arrives after its slots were used is still refused, and one that arrives
+     * later has no window left. So lease ids must not repeat per limiter within a lease's lifetime (a restarted
+     * limiter grants nothing for that long, {@link RequestLeaseRules#restartFenceNs}). The grant must have passed
+     * {@link RequestLeaseRules#problem}.
      */
     public boolean offer(RequestLease lease) {
         if (!lease.epoch().equals(epoch)) {
@@ -104,7 +107,7 @@ public final class RequestLeaseHolder {
         long bestEnd = 0;
         for (int i = 0; i < leases.size(); i++) {
             RequestLease l = leases.get(i);
-            if (now - rules.slotStartNs(l, next[i]) < 0) {
+            if (next[i] > l.slots() || now - rules.slotStartNs(l, next[i]) < 0) {
                 continue;
             }
             long end = rules.slotEndNs(l, next[i]);
@@ -117,10 +120,7 @@ public final class RequestLeaseHolder {
             return null;
         }
         RequestLease used = leases.get(best);
-        lastSlot = next[best];
-        if (++next[best] > used.slots()) {
-            remove(best);
-        }
+        lastSlot = next[best]++; // a used-up lease stays until its last window ends: see offer
         return used;
     }
 
@@ -133,6 +133,9 @@ public final class RequestLeaseHolder {
         expire(now);
         long wait = NO_LEASE;
         for (int i = 0; i < leases.size(); i++) {
+            if (next[i] > leases.get(i).slots()) {
+                continue;
+            }
             long w = Math.max(0, rules.slotStartNs(leases.get(i), next[i]) - now);
             if (wait < 0 || w < wait) {
                 wait = w;
@@ -171,7 +174,10 @@ public final class RequestLeaseHolder {
         return n;
     }
 
-    /** Returns how many leases are held (some may be past their last window until the next call with a time). */
+    /**
+     * Returns how many leases are held, used-up ones included until their last window ends (some may be past it
+     * until the next call with a time).
+     */
     public int held() {
         return leases.size();
     }
@@ -184,15 +190,15 @@ public final class RequestLeaseHolder {
     private void expire(long now) {
         for (int i = leases.size() - 1; i >= 0; i--) {
             RequestLease l = leases.get(i);
+            if (rules.slotEndNs(l, l.slots()) - now <= 0) {
+                remove(i);
+                continue;
+            }
             int k = next[i];
             while (k <= l.slots() && rules.slotEndNs(l, k) - now <= 0) {
                 k++;
             }
-            if (k > l.slots()) {
-                remove(i);
-            } else {
-                next[i] = k;
-            }
+            next[i] = k;
         }
     }
 

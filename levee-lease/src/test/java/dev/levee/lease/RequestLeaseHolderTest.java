@@ -66,6 +66,24 @@ class RequestLeaseHolderTest {
         assertThat(h.epoch()).isEqualTo(E2);
     }
 
+    /** Found by RequestLeaseModelTest: a duplicated reply arriving after the lease's only slot was used was used again. */
+    @Test
+    void aDuplicatedGrantArrivingAfterItsSlotsWereUsedIsRefused() {
+        RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
+        RequestLease one = lease(1, "a", E1, 1, 0); // its slot's window ends at 9
+        assertThat(h.offer(one)).isTrue();
+        assertThat(h.admit(2)).isSameAs(one);
+        assertThat(h.waitNs(3)).isEqualTo(RequestLeaseHolder.NO_LEASE);
+        assertThat(h.offer(one)).isFalse();
+        assertThat(h.admit(4)).isNull();
+        // past its last window the lease is forgotten, and a duplicate then has no window left
+        assertThat(h.held()).isEqualTo(1);
+        assertThat(h.admit(9)).isNull();
+        assertThat(h.held()).isZero();
+        assertThat(h.offer(one)).isTrue();
+        assertThat(h.admit(9)).isNull();
+    }
+
     @Test
     void aDuplicatedGrantIsHeldOnce() {
         RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);

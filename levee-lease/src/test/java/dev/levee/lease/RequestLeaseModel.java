@@ -58,6 +58,7 @@ final class RequestLeaseModel {
         Gcra.State state;
         double rate;
         int burst;
+        long revision = 1;
         GcraLimit lastLimit;
         Period period;
         long nextLeaseId = 1;
@@ -151,6 +152,7 @@ final class RequestLeaseModel {
     long admitted;
     long admittedLeased;
     long refusedGrants;
+    long staleGrants;
     long grantedSlots;
     long perRequestChecks;
     private long countFrom;
@@ -312,7 +314,11 @@ final class RequestLeaseModel {
         }
         RequestLease lease = new RequestLease(leaseId, epoch, m, r.firstNs(), r.intervalNs(), r.toleranceNs(),
                 r.slots(), sent, local);
-        if (rules.problem(lease, epoch.equals(c.epoch) ? c.limit() : null) != null) {
+        if (!epoch.equals(c.epoch)) {
+            staleGrants++; // decided under a quota or membership this client has left or not learned yet: not used
+            return;
+        }
+        if (rules.problem(lease, c.limit()) != null) {
             refusedGrants++;
             return;
         }
@@ -362,11 +368,16 @@ final class RequestLeaseModel {
             r = Gcra.reserve(l.state, limit, now, lead, n, rules.maxLifetimeNs());
         }
         long id = l.nextLeaseId++;
+        // the grant's epoch: the quota revision this limiter decided under, the membership the client asked under
+        RequestLease.Epoch decided = new RequestLease.Epoch(l.revision, epoch.membershipVersion());
         if (r.granted()) {
             grantedSlots += r.slots();
             grants.put(l.id + "/" + id, new Grant(now, l.period, r.firstNs(), r.intervalNs(), r.toleranceNs()));
         }
-        sendReply(() -> granted(c, incarnation, target, id, epoch, sent, r));
+        sendReply(() -> granted(c, incarnation, target, id, decided, sent, r));
+        if (rnd.nextDouble() < k.loss() / 2) {
+            sendReply(() -> granted(c, incarnation, target, id, decided, sent, r)); // a duplicate
+        }
     }
 
     // ---- faults and changes ----
@@ -406,15 +417,20 @@ final class RequestLeaseModel {
         long revision = ++configRevision;
         for (Limiter l : limiters) {
             at(now + randomBetween(0, 150 * MS), () -> {
-                l.rate = newRate;
-                l.burst = newBurst;
+                if (revision > l.revision) { // a watch delivers in order: an older revision never follows a newer
+                    l.rate = newRate;
+                    l.burst = newBurst;
+                    l.revision = revision;
+                }
             });
         }
         for (Client c : clients) {
             at(now + randomBetween(0, 150 * MS), () -> {
-                c.rate = newRate;
-                c.burst = newBurst;
-                learn(c, revision, c.epoch.membershipVersion());
+                if (revision > c.epoch.configRevision()) {
+                    c.rate = newRate;
+                    c.burst = newBurst;
+                    learn(c, revision, c.epoch.membershipVersion());
+                }
             });
         }
     }
@@ -434,15 +450,16 @@ final class RequestLeaseModel {
         long version = ++membershipVersion;
         for (Client c : clients) {
             at(now + randomBetween(0, 300 * MS), () -> {
-                c.members = list;
-                learn(c, c.epoch.configRevision(), version);
+                if (version > c.epoch.membershipVersion()) {
+                    c.members = list;
+                    learn(c, c.epoch.configRevision(), version);
+                }
             });
         }
     }
 
     private void learn(Client c, long revision, long version) {
-        RequestLease.Epoch e = new RequestLease.Epoch(Math.max(revision, c.epoch.configRevision()),
-                Math.max(version, c.epoch.membershipVersion()));
+        RequestLease.Epoch e = new RequestLease.Epoch(revision, version);
         c.epoch = e;
         c.holder.epoch(e);
         c.renewAt.clear();
