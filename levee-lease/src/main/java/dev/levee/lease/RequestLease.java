@@ -11,7 +11,8 @@ import java.util.Objects;
  * {@code [v_k − τ, v_k + T)}; {@link RequestLeaseRules} maps that window onto the client's clock.
  *
  * @param id          the lease id the limiter gave, for the logs (any value; unique per limiter incarnation)
- * @param epoch       the epoch the client requested it under; an epoch change drops it
+ * @param epoch       the quota revision the limiter decided under and the membership version the client asked
+ *                    under; used only while it equals the client's current epoch
  * @param limiterId   the limiter that granted it, for the logs; not null
  * @param firstNs     {@code v_1 − t}, ns of the limiter's clock, ≥ 0
  * @param intervalNs  {@code T}, ns between two slots, ≥ 1
@@ -24,8 +25,9 @@ public record RequestLease(long id, Epoch epoch, String limiterId, long firstNs,
                            int slots, long sentNs, long receivedNs) {
 
     /**
-     * What a lease was taken under: the quota configuration's revision and the membership's version, as the
-     * client knew them when it sent the request. Leases of any other epoch are not used (docs/design.md §12).
+     * What a lease was taken under: the revision of the quota configuration the limiter decided with, and the
+     * version of the membership the client computed the group from. A client uses leases of its own current
+     * epoch only (docs/design.md §12).
      *
      * @param configRevision    the revision of the quota configuration (a file's generation or etcd's revision)
      * @param membershipVersion the version of the list of active limiters the group was computed from
