@@ -28,12 +28,12 @@ class RequestLeaseModelTest {
      * {@code rate × w + g × burst + g} (burst 0 included: such a key is not leased), through message loss and delay, client crashes, limiter crashes (restarted
      * behind the fence) and drift.
      */
-    @Property(tries = 120)
+    @Property(tries = 200)
     void admissionsStayWithinTheSpecBound(
             @ForAll @IntRange(min = 1, max = 3) int clients,
             @ForAll @IntRange(min = 1, max = 4) int limiters,
             @ForAll @IntRange(min = 1, max = 4) int factor,
-            @ForAll @DoubleRange(min = 20, max = 800) double rate,
+            @ForAll @DoubleRange(min = 20, max = 2000) double rate,
             @ForAll @IntRange(min = 0, max = 30) int burst,
             @ForAll @DoubleRange(min = 0, max = 0.02) double rho,
             @ForAll boolean margin,
@@ -47,7 +47,7 @@ class RequestLeaseModelTest {
         int b = holdsRate ? Math.max(burst, GcraLimit.minimumBurst(rate, Math.min(factor, limiters))) : burst;
         RequestLeaseModel.Knobs k = new RequestLeaseModel.Knobs(clients, limiters, factor, rate, b, rho,
                 margin ? 100_000 : 0, 50_000, 2 * MS, loss, longDelay, demand, limiterCrashes, clientCrashes, false,
-                false, true, 2_000 * MS, 2_500 * MS);
+                false, true, 2_000 * MS, 3_000 * MS);
         RequestLeaseModel m = new RequestLeaseModel(seed, k, rules(rho, k.marginNs())).run();
         collect(m);
         assertThat(m.violation).as("invariant").isNull();
@@ -60,12 +60,12 @@ class RequestLeaseModelTest {
      * limiter's admissions under each limit it applied stay within that limit's bound {@code ⌈(w + 1) / T⌉ + c}
      * over every window, and no client admits from a lease of an epoch it has left.
      */
-    @Property(tries = 120)
+    @Property(tries = 200)
     void admissionsStayWithinEachLimitsBoundThroughChanges(
             @ForAll @IntRange(min = 1, max = 3) int clients,
             @ForAll @IntRange(min = 1, max = 5) int limiters,
             @ForAll @IntRange(min = 1, max = 4) int factor,
-            @ForAll @DoubleRange(min = 20, max = 800) double rate,
+            @ForAll @DoubleRange(min = 20, max = 2000) double rate,
             @ForAll @IntRange(min = 0, max = 30) int burst,
             @ForAll @DoubleRange(min = 0, max = 0.02) double rho,
             @ForAll @DoubleRange(min = 0, max = 0.2) double loss,
@@ -80,7 +80,7 @@ class RequestLeaseModelTest {
         int b = holdsRate ? Math.max(burst, GcraLimit.minimumBurst(rate, Math.min(factor, limiters))) : burst;
         RequestLeaseModel.Knobs k = new RequestLeaseModel.Knobs(clients, limiters, factor, rate, b, rho, 100_000,
                 50_000, 2 * MS, loss, longDelay, demand, limiterCrashes, clientCrashes, configChanges,
-                membershipChanges, false, 2_000 * MS, 2_500 * MS);
+                membershipChanges, false, 2_000 * MS, 3_000 * MS);
         RequestLeaseModel m = new RequestLeaseModel(seed, k, rules(rho, k.marginNs())).run();
         collect(m);
         assertThat(m.violation).as("invariant").isNull();
