@@ -20,7 +20,7 @@ import java.util.Random;
  * the real instant it took the slot; a per-request one at the limiter, when GCRA admitted it. Each admission belongs
  * to a <em>period</em>: the run of decisions one limiter made with one limit value (a restart with the same limit
  * continues the period, which is what the fence must make safe). At every admission the model checks, for every
- * window that ends at it, the period bound {@code count ≤ ⌈(w + 1) / T⌉ + c} (a closed window of w ns) and, when
+ * window that ends at it, the period bound {@code count ≤ ⌈w / T⌉ + c} (a closed window of w ns) and, when
  * asked, the spec bound over all admissions {@code count ≤ rate × w + g × burst + g}; it also checks that a leased
  * admission falls in its slot's real window {@code [v_k − τ, v_k + T)} and happens under the client's current epoch.
  */
@@ -510,7 +510,7 @@ final class RequestLeaseModel {
             if (w > k.checkWindowNs()) {
                 break;
             }
-            long bound = (w + 1 + p.t - 1) / p.t + p.c;
+            long bound = (w + p.t - 1) / p.t + p.c; // ⌈w / T⌉ + c
             if (j - i + 1 > bound) {
                 fail("period bound: " + (j - i + 1) + " admissions in " + w + " ns with T=" + p.t + ", c=" + p.c
                         + " (bound " + bound + ")");

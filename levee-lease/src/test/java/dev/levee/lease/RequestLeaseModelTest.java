@@ -57,7 +57,7 @@ class RequestLeaseModelTest {
 
     /**
      * With quota and membership changes mid-lease as well (learned late by every client and limiter), every
-     * limiter's admissions under each limit it applied stay within that limit's bound {@code ⌈(w + 1) / T⌉ + c}
+     * limiter's admissions under each limit it applied stay within that limit's bound {@code ⌈w / T⌉ + c}
      * over every window, and no client admits from a lease of an epoch it has left.
      */
     @Property(tries = 200)
