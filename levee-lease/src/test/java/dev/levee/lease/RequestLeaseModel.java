@@ -23,6 +23,11 @@ import java.util.Random;
  * window that ends at it, the period bound {@code count ≤ ⌈w / T⌉ + c} (a closed window of w ns) and, when
  * asked, the spec bound over all admissions {@code count ≤ rate × w + g × burst + g}; it also checks that a leased
  * admission falls in its slot's real window {@code [v_k − τ, v_k + T)} and happens under the client's current epoch.
+ *
+ * <p>Its parts, in this order: the knobs and the period record; the limiter and the client (a drifting clock, a
+ * {@link RequestLeaseHolder}, when to ask each member again); the client's events (arrivals, ticks, grants); the
+ * limiter's (checks, reservations, the restart fence); faults and changes; the network; the accounting that checks
+ * the bounds.
  */
 final class RequestLeaseModel {
 
