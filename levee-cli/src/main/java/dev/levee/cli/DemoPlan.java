@@ -73,7 +73,7 @@ final class DemoPlan {
             long kept = 1 + Math.round((q.burst() - 1) * s);
             burst = (int) Math.min(q.burst(), Math.max(GcraLimit.minimumBurst(rate, g), kept));
         }
-        return new Quota(rate, burst, q.mode());
+        return new Quota(rate, burst, q.mode(), q.lease());
     }
 
     /**

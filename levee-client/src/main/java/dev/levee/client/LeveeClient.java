@@ -324,10 +324,13 @@ public final class LeveeClient implements AutoCloseable {
     /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
     private volatile boolean stopped;
     private final io.vertx.core.Context context;
+    /** The client side of request leases (issue 23), or null with leases off: then a check does nothing of it. */
+    private final RequestLeases leases;
 
-    private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
+    private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry, RequestLeases leases) {
         this.options = options;
         this.ticker = ticker;
+        this.leases = leases;
         this.context = vertx.getOrCreateContext();
         this.classifier = options.baseDomains().isEmpty() ? S3Classifier.pathStyleOnly()
                 : S3Classifier.withBaseDomains(options.baseDomains());
@@ -347,7 +350,21 @@ public final class LeveeClient implements AutoCloseable {
      * @return the client, once the first refresh finished (successfully or not)
      */
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
-        LeveeClient c = new LeveeClient(vertx, options, ticker, registry);
+        return start(vertx, options, ticker, registry, null);
+    }
+
+    /**
+     * Creates a client with the client side of request leases and fetches the limiter list once.
+     *
+     * @param ticker the clock of every deadline, back-off and hold, and of the leases' rate estimates
+     * @param leases what each check's key is for request leases ({@link RequestLeases}: resolution and hot-key
+     *               detection; every check is still decided by a limiter), or null for leases off: then nothing of
+     *               it runs, as with {@link #start(Vertx, Options, Ticker, MeterRegistry)}
+     * @return the client, once the first refresh finished (successfully or not)
+     */
+    public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry,
+            RequestLeases leases) {
+        LeveeClient c = new LeveeClient(vertx, options, ticker, registry, leases);
         return c.list.start().map(v -> c);
     }
 
@@ -494,6 +511,9 @@ public final class LeveeClient implements AutoCloseable {
         Rankings.Ranking r = rankings.of(v, c.resource(), 2 * g);
         long start = r.next(c.operation(), c.key());
         long now = ticker.read();
+        if (leases != null) {
+            leases.observe(c, now); // detection only (issue 23): the check goes on to its limiter as below
+        }
         List<Member> ranked = r.ranked();
         int position = SpillOrder.position(ranked.size(), g, start);
         // no limiter in back-off (the usual case): the plain order, no lookups, no predicate and no array per check

@@ -28,6 +28,7 @@ import java.util.Objects;
  * The single-file form, used by the embedded default and {@code levee quota import}:
  * <pre>
  * factor: 4                  # optional, default 1: the limiter group size DF (docs/design.md §5)
+ * lease: true                # optional, default true: quotas may be leased to clients (per quota too)
  * default: {rate: 1000, burst: 500}
  * methods_default:           # optional
  *   ListObjects: {rate: 250, burst: 250}
@@ -185,6 +186,26 @@ public final class QuotaConfigLoader {
             decoder.addRuleProblems(List.of(ConfigProblem.of("", "expected " + QuotaDecoder.MODE_EXPECTED + ", got an empty value")));
         }
         return finish(decoder, mode);
+    }
+
+    /**
+     * Parses the value of {@code /levee/lease}: whether quotas that do not say may be leased to clients,
+     * {@code true} or {@code false} (docs/quotas.md, "Request leases").
+     *
+     * @param yaml       the YAML text, such as {@code "false"}
+     * @param sourceName how messages name the text, such as the etcd key
+     * @return the setting
+     * @throws QuotaConfigException if the text is not exactly {@code true} or {@code false}
+     * @throws NullPointerException if {@code yaml} is {@code null}
+     */
+    public static boolean parseLease(String yaml, String sourceName) {
+        QuotaDecoder decoder = new QuotaDecoder(name(sourceName));
+        YamlTree.Node root = readPart(yaml, decoder);
+        Boolean lease = root == null ? null : decoder.lease(root, "", null);
+        if (root == null && !decoder.hasProblems()) {
+            decoder.addRuleProblems(List.of(ConfigProblem.of("", "expected " + QuotaDecoder.LEASE_EXPECTED + ", got an empty value")));
+        }
+        return finish(decoder, lease);
     }
 
     /**

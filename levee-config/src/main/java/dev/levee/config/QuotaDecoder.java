@@ -41,13 +41,14 @@ import java.util.regex.Pattern;
  */
 final class QuotaDecoder {
 
-    static final List<String> ROOT_FIELDS = List.of("factor", "mode", "default", "methods_default", "resources");
+    static final List<String> ROOT_FIELDS = List.of("factor", "mode", "lease", "default", "methods_default", "resources");
     static final List<String> RESOURCE_FIELDS = List.of("quota", "prefixes");
     static final List<String> ENTRY_FIELDS = List.of("prefix", "quota", "methods");
-    static final List<String> QUOTA_FIELDS = List.of("rate", "burst", "mode");
+    static final List<String> QUOTA_FIELDS = List.of("rate", "burst", "mode", "lease");
 
     static final String FACTOR_EXPECTED = "an integer ≥ 1 (the limiter group size)";
     static final String MODE_EXPECTED = "enforce or shadow";
+    static final String LEASE_EXPECTED = "true or false (whether the quota's counter may be leased to a client)";
     static final String QUOTA_EXPECTED = "a mapping with rate (requests per second) and burst (requests)";
 
     private static final Quota PLACEHOLDER = new Quota(0, 0);
@@ -159,6 +160,13 @@ final class QuotaDecoder {
                 builder.defaultMode(value);
             }
         }
+        Field lease = fields.get("lease");
+        if (lease != null) {
+            Boolean value = lease(lease.value(), "lease", null);
+            if (value != null) {
+                builder.defaultLease(value);
+            }
+        }
         Field defaultQuota = fields.get("default");
         if (defaultQuota != null) {
             Quota quota = quota(defaultQuota.value(), "default", null);
@@ -237,7 +245,34 @@ final class QuotaDecoder {
             mode = mode(modeField.value(), ConfigPath.field(path, "mode"), context);
             modeOk = mode != null;
         }
-        return rate != null && burst != null && modeOk ? new Quota(rate, burst, mode) : null;
+        Boolean lease = null;
+        boolean leaseOk = true;
+        Field leaseField = fields.get("lease");
+        if (leaseField != null) {
+            lease = lease(leaseField.value(), ConfigPath.field(path, "lease"), context);
+            leaseOk = lease != null;
+        }
+        return rate != null && burst != null && modeOk && leaseOk ? new Quota(rate, burst, mode, lease) : null;
+    }
+
+    /**
+     * Decodes a lease setting: exactly {@code true} or {@code false} (docs/quotas.md, "Request leases"). YAML 1.1's
+     * other booleans ({@code yes}, {@code on}, {@code True}...) are refused as strictly as a quoted number is.
+     */
+    Boolean lease(Node node, String path, String context) {
+        if (node instanceof Scalar s && s.kind() == Kind.BOOLEAN && (s.text().equals("true") || s.text().equals("false"))) {
+            return Boolean.valueOf(s.text());
+        }
+        if (!invalid(node)) {
+            String hint = "";
+            if (node instanceof Scalar s && s.kind() == Kind.STRING && (s.text().equals("true") || s.text().equals("false"))) {
+                hint = "; write it without quotes";
+            } else if (node instanceof Scalar s && (s.kind() == Kind.BOOLEAN || s.kind() == Kind.STRING)) {
+                hint = suggestion(s.text(), List.of("true", "false"));
+            }
+            report(path, context, "expected " + LEASE_EXPECTED + ", got " + describe(node) + hint, node.mark());
+        }
+        return null;
     }
 
     /** Decodes a mode: exactly {@code enforce} or {@code shadow} (docs/quotas.md, "Shadow quotas"). */

@@ -20,6 +20,8 @@ import java.util.TreeMap;
  * <tr><td>{@code factor}</td><td>group factor DF, integer ≥ 1 (default 1 when absent)</td></tr>
  * <tr><td>{@code mode}</td><td>{@code enforce} or {@code shadow}: the mode of quotas that set none (default
  * {@code enforce} when absent)</td></tr>
+ * <tr><td>{@code lease}</td><td>{@code true} or {@code false}: whether quotas that do not say may be leased to clients
+ * (default {@code true} when absent; docs/quotas.md, "Request leases")</td></tr>
  * <tr><td>{@code quotas/default}</td><td>{@code {rate, burst}} (required)</td></tr>
  * <tr><td>{@code quotas/methods_default}</td><td>{@code {<Operation>: {rate, burst}}}</td></tr>
  * <tr><td>{@code resources/<bucket>}</td><td>{@code {quota, prefixes}}</td></tr>
@@ -34,6 +36,8 @@ public final class QuotaLayout {
     public static final String FACTOR = "factor";
     /** Relative key of the default mode of quotas (docs/quotas.md, "Shadow quotas"). */
     public static final String MODE = "mode";
+    /** Relative key of the default lease setting of quotas (docs/quotas.md, "Request leases"). */
+    public static final String LEASE = "lease";
     /** Relative key of the default quota. */
     public static final String DEFAULT = "quotas/default";
     /** Relative key of the per-operation defaults. */
@@ -146,6 +150,8 @@ public final class QuotaLayout {
                     b.factor(QuotaConfigLoader.parseFactor(e.getValue(), full));
                 } else if (key.equals(MODE)) {
                     b.defaultMode(QuotaConfigLoader.parseMode(e.getValue(), full));
+                } else if (key.equals(LEASE)) {
+                    b.defaultLease(QuotaConfigLoader.parseLease(e.getValue(), full));
                 } else if (key.equals(DEFAULT)) {
                     b.defaultQuota(QuotaConfigLoader.parseQuota(e.getValue(), full));
                     haveDefault = true;
@@ -161,7 +167,7 @@ public final class QuotaLayout {
                     resources++;
                 } else {
                     throw new QuotaConfigException(List.of(new ConfigProblem(full, "key", null, "unknown key: expected "
-                            + prefix + FACTOR + ", " + prefix + MODE + ", " + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT
+                            + prefix + FACTOR + ", " + prefix + MODE + ", " + prefix + LEASE + ", " + prefix + DEFAULT + ", " + prefix + METHODS_DEFAULT
                             + " or " + prefix + RESOURCES + "<bucket>")));
                 }
             } catch (QuotaConfigException ex) {
@@ -204,6 +210,9 @@ public final class QuotaLayout {
         out.put(FACTOR, Integer.toString(cfg.factor()));
         if (cfg.defaultMode() != dev.levee.quota.QuotaMode.ENFORCE) {
             out.put(MODE, cfg.defaultMode().label());
+        }
+        if (!cfg.defaultLease()) {
+            out.put(LEASE, "false");
         }
         out.put(DEFAULT, QuotaYamlWriter.writePart(cfg.defaultQuota()));
         if (!cfg.methodsDefault().isEmpty()) {

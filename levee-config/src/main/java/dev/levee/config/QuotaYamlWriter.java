@@ -39,6 +39,9 @@ final class QuotaYamlWriter {
             if (config.defaultMode() != dev.levee.quota.QuotaMode.ENFORCE) {
                 g.writeStringField("mode", config.defaultMode().label());
             }
+            if (!config.defaultLease()) {
+                g.writeBooleanField("lease", false);
+            }
             g.writeFieldName("default");
             quota(g, config.defaultQuota());
             if (!config.methodsDefault().isEmpty()) {
@@ -130,6 +133,9 @@ final class QuotaYamlWriter {
         g.writeNumberField("burst", quota.burst());
         if (quota.mode() != null) {
             g.writeStringField("mode", quota.mode().label());
+        }
+        if (quota.lease() != null) {
+            g.writeBooleanField("lease", quota.lease());
         }
         g.writeEndObject();
     }

@@ -84,7 +84,7 @@ class QuotaConfigLoaderTest {
     @Test
     void misspelledKeysAreNamedWithTheirPathAndASuggestion() throws IOException {
         assertThat(errors("misspelled_key.yaml")).containsExactly(
-                "misspelled_key.yaml:2:1: methods_defaults: unknown field 'methods_defaults'; expected one of factor, mode, default, "
+                "misspelled_key.yaml:2:1: methods_defaults: unknown field 'methods_defaults'; expected one of factor, mode, lease, default, "
                         + "methods_default, resources (did you mean methods_default?)",
                 "misspelled_key.yaml:8:9: resources.example-bucket.prefixes[0].qouta (prefix \"photos/2024\"): unknown field "
                         + "'qouta'; expected one of prefix, quota, methods (did you mean quota?)");

@@ -66,7 +66,7 @@ class QuotaYamlRulesTest {
         rate: 1, burst: 3000000000 | default.burst: expected an integer ≥ 0 (requests), got 3000000000 (out of range)
         rate: 1, burst: ~       | default.burst: expected an integer ≥ 0 (requests), got an empty value
         rate: 1, burst: {a: 1}  | default.burst: expected an integer ≥ 0 (requests), got a mapping
-        rate: 1, burst: 2, brust: 2 | default.brust: unknown field 'brust'; expected one of rate, burst, mode (did you mean burst?)
+        rate: 1, burst: 2, brust: 2 | default.brust: unknown field 'brust'; expected one of rate, burst, mode, lease (did you mean burst?)
         """)
     void rejectsNumbersThatAreNotPlainDecimals(String quota, String expected) {
         assertThat(errors("default: {" + quota + "}\n")).singleElement().asString().endsWith(expected);

@@ -75,6 +75,6 @@ class ShadowModeConfigTest {
     void aMisspelledModeFieldIsAnUnknownField() {
         assertThat(errors(() -> QuotaConfigLoader.parse("default: {rate: 1, burst: 1, mdoe: shadow}\n", "q.yaml")))
                 .singleElement().asString()
-                .contains("default.mdoe: unknown field 'mdoe'; expected one of rate, burst, mode (did you mean mode?)");
+                .contains("default.mdoe: unknown field 'mdoe'; expected one of rate, burst, mode, lease (did you mean mode?)");
     }
 }

@@ -273,6 +273,11 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
                 } else if (rel.startsWith(QuotaLayout.RESOURCES)) {
                     action = "no earlier value is known to this process: the bucket gets the fallback quotas"
                             + " (methods_default, default) meanwhile";
+                } else if (rel.equals(QuotaLayout.LEASE)) {
+                    // not a key every decision needs: leases never change what is admitted above the bound
+                    // (docs/quotas.md, "Request leases"), so a typo here must not stop a role
+                    action = "no earlier value is known to this process: quotas that do not say are eligible for"
+                            + " request leases (lease: true, the default) meanwhile";
                 } else {
                     action = "ignored";
                 }

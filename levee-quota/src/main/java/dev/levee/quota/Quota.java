@@ -13,8 +13,13 @@ package dev.levee.quota;
  * @param mode  {@link QuotaMode#SHADOW} for a quota that is only tried, {@link QuotaMode#ENFORCE} for one
  *              that decides, or {@code null} when not configured on the quota: the configuration's default
  *              mode then applies ({@link QuotaConfig#defaultMode()}, itself {@code enforce} unless set)
+ * @param lease {@code Boolean.FALSE} for a quota whose counter is never leased to a client (every request decided by a
+ *              limiter, as before request leases), {@code Boolean.TRUE} for one that may be, or {@code null} when not
+ *              configured on the quota: the configuration's {@link QuotaConfig#defaultLease()} then applies (itself
+ *              {@code true} unless set). Request leases are in development (issue 23; docs/quotas.md, "Request
+ *              leases"): today this only says which keys a client with {@code --leases} watches for heat.
  */
-public record Quota(double rate, int burst, QuotaMode mode) {
+public record Quota(double rate, int burst, QuotaMode mode, Boolean lease) {
 
     /**
      * Creates a quota without a mode of its own (the configuration's default mode applies).
@@ -24,7 +29,19 @@ public record Quota(double rate, int burst, QuotaMode mode) {
      * @throws IllegalArgumentException as the canonical constructor
      */
     public Quota(double rate, int burst) {
-        this(rate, burst, null);
+        this(rate, burst, null, null);
+    }
+
+    /**
+     * Creates a quota without a lease setting of its own (the configuration's default applies).
+     *
+     * @param rate  requests per second, finite and ≥ 0
+     * @param burst requests, ≥ 0
+     * @param mode  the mode, or {@code null} for the configuration's default
+     * @throws IllegalArgumentException as the canonical constructor
+     */
+    public Quota(double rate, int burst, QuotaMode mode) {
+        this(rate, burst, mode, null);
     }
 
     /**
@@ -70,6 +87,26 @@ public record Quota(double rate, int burst, QuotaMode mode) {
      * @return the quota with the same rate and burst
      */
     public Quota withMode(QuotaMode newMode) {
-        return newMode == mode ? this : new Quota(rate, burst, newMode);
+        return newMode == mode ? this : new Quota(rate, burst, newMode, lease);
+    }
+
+    /**
+     * Returns whether this quota's counter may be leased to a client under a configuration's default.
+     *
+     * @param defaultLease the configuration's {@link QuotaConfig#defaultLease()}
+     * @return {@link #lease()} when set, else {@code defaultLease}
+     */
+    public boolean leaseOr(boolean defaultLease) {
+        return lease != null ? lease : defaultLease;
+    }
+
+    /**
+     * Returns this quota with another lease setting.
+     *
+     * @param newLease {@code true}, {@code false}, or {@code null} for the configuration's default
+     * @return the quota with the same rate, burst and mode
+     */
+    public Quota withLease(Boolean newLease) {
+        return java.util.Objects.equals(newLease, lease) ? this : new Quota(rate, burst, mode, newLease);
     }
 }

@@ -91,6 +91,7 @@ public final class QuotaConfig {
     private final String[] methodsDefaultSuffix;   // "#ListObjects" for ListObjectsV2 when it falls back
     private final S3Operation[] methodsDefaultOp;
     private final QuotaMode defaultMode;
+    private final boolean defaultLease;
     /**
      * Answers of steps 3 and 4 (methods_default, default) per resource that has no quota of its own, built on first
      * use and kept while this snapshot is in force, so that checks on unconfigured buckets allocate no limit key
@@ -162,6 +163,7 @@ public final class QuotaConfig {
         this.index = compiled; // never exposed: resources() is a read-only view
         this.resources = new ResourcesView(index);
         this.defaultMode = b.defaultMode;
+        this.defaultLease = b.defaultLease;
         this.noDefault = noDefault;
         this.enforced = view ? this : enforcedView();
     }
@@ -192,7 +194,8 @@ public final class QuotaConfig {
         for (Map.Entry<String, PrefixIndex> e : index.entrySet()) {
             stripped.put(e.getKey(), stripped(e.getValue().config(), dm));
         }
-        Builder b = builder().factor(factor).defaultQuota(defaultQuota).methodsDefault(md).resources(stripped).reuse(this);
+        Builder b = builder().factor(factor).defaultLease(defaultLease).defaultQuota(defaultQuota).methodsDefault(md)
+                .resources(stripped).reuse(this);
         return new QuotaConfig(b, true, shadowDefault);
     }
 
@@ -265,8 +268,8 @@ public final class QuotaConfig {
      * @return a new builder
      */
     public Builder toBuilder() {
-        return builder().factor(factor).defaultMode(defaultMode).defaultQuota(defaultQuota).methodsDefault(methodsDefault)
-                .resources(resources).reuse(this);
+        return builder().factor(factor).defaultMode(defaultMode).defaultLease(defaultLease).defaultQuota(defaultQuota)
+                .methodsDefault(methodsDefault).resources(resources).reuse(this);
     }
 
     /**
@@ -381,6 +384,28 @@ public final class QuotaConfig {
         return defaultMode;
     }
 
+    /**
+     * Returns whether quotas that do not say whether they may be leased may be (the single-file form's top-level
+     * {@code lease}, etcd's {@code lease} key; docs/quotas.md, "Request leases").
+     *
+     * @return {@code true} unless configured
+     */
+    public boolean defaultLease() {
+        return defaultLease;
+    }
+
+    /**
+     * Tells whether a resolved quota's counter may be leased to a client (issue 23: request leases for hot keys;
+     * docs/quotas.md, "Request leases"): the quota's own {@code lease}, else {@link #defaultLease()}. Being eligible
+     * is not being leased: a client leases only keys above its threshold, and only with {@code --leases}.
+     *
+     * @param rq an answer of {@link #resolve} or {@link #resolveEnforced}, not null
+     * @return {@code false} when the quota, or the configuration for quotas that do not say, has {@code lease: false}
+     */
+    public boolean leaseEligible(ResolvedQuota rq) {
+        return rq.quota().leaseOr(defaultLease);
+    }
+
     private PrefixIndex.Fallback fallback(String resource) {
         ResolvedQuota[] answers = null;
         for (int i = 0; i < OPS.length; i++) {
@@ -414,6 +439,7 @@ public final class QuotaConfig {
         return o instanceof QuotaConfig other
                 && factor == other.factor
                 && defaultMode == other.defaultMode
+                && defaultLease == other.defaultLease
                 && defaultQuota.equals(other.defaultQuota)
                 && methodsDefault.equals(other.methodsDefault)
                 && sameResources(index, other.index);
@@ -436,12 +462,13 @@ public final class QuotaConfig {
 
     @Override
     public int hashCode() {
-        return Objects.hash(factor, defaultMode, defaultQuota, methodsDefault, resources);
+        return Objects.hash(factor, defaultMode, defaultLease, defaultQuota, methodsDefault, resources);
     }
 
     @Override
     public String toString() {
         return "QuotaConfig[factor=" + factor + (defaultMode == QuotaMode.ENFORCE ? "" : ", mode=" + defaultMode.label())
+                + (defaultLease ? "" : ", lease=false")
                 + ", default=" + defaultQuota + ", methods_default=" + methodsDefault
                 + ", resources=" + resources + "]";
     }
@@ -457,8 +484,21 @@ public final class QuotaConfig {
         private final Map<String, ResourceQuotas> resources = new LinkedHashMap<>();
         private QuotaConfig base;
         private QuotaMode defaultMode = QuotaMode.ENFORCE;
+        private boolean defaultLease = true;
 
         private Builder() {
+        }
+
+        /**
+         * Sets whether quotas that do not say may be leased to clients (docs/quotas.md, "Request leases"); defaults
+         * to {@code true}.
+         *
+         * @param lease the default
+         * @return this builder
+         */
+        public Builder defaultLease(boolean lease) {
+            this.defaultLease = lease;
+            return this;
         }
 
         /**
