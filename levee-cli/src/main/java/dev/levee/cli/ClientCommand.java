@@ -2,6 +2,8 @@ package dev.levee.cli;
 
 import dev.levee.client.ClientService;
 import dev.levee.client.LeveeClient;
+import dev.levee.client.RequestLeases;
+import dev.levee.config.QuotaSource;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
@@ -45,6 +47,9 @@ final class ClientCommand implements Callable<Integer> {
     @Mixin
     LimiterClientOptions limiterClient = new LimiterClientOptions();
 
+    @Mixin
+    ClientLeaseOptions leases = new ClientLeaseOptions();
+
     @Option(names = "--warmup", converter = LimiterCommand.OptionalDurationConverter.class, defaultValue = "15s",
             description = "longest time spent warming the check path with self-checks through its own listeners once"
                     + " the first limiter list is in; it ends sooner, once their rate stops rising (the JIT is done)."
@@ -79,17 +84,32 @@ final class ClientCommand implements Callable<Integer> {
                             + ": the line endpoint needs a port of its own");
         }
         LeveeClient.Options options = options();
+        RequestLeases.Settings settings = leases.settings(); // bad values refused before starting, leases on or off
+        RequestLeases.Settings leaseSettings = leases.enabled ? settings : null;
         common.apply("levee-client");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry), "client");
+        // leases off (the default): no quota source, no etcd client, LeveeClient.start as before
+        io.etcd.jetcd.Client etcdClient = leaseSettings != null && leases.etcd.enabled() ? leases.etcd.client() : null;
+        QuotaSource quotaSource = leaseSettings == null ? null : Quotas.source(etcdClient, leases.etcd, leases.quotas);
+        RequestLeases requestLeases = quotaSource == null ? null
+                : new RequestLeases(leaseSettings, quotaSource::current, registry);
+        LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry, requestLeases),
+                "client");
         ClientService.Line line = lineListen == null ? null : new ClientService.Line(lineListen, lineIdleTimeout);
         ClientService s = Daemon.await(ClientService.start(vertx, listen, line, c, registry, warmup),
                 "client could not start on " + listen + (line == null ? "" : " and --line-listen " + lineListen));
         common.announce("levee client listening on " + listen.host() + ":" + s.port()
                 + (line == null ? "" : ", line protocol on " + new HostPort(lineListen.host(), s.linePort())));
         return Daemon.runUntilStopped(vertx, "client", shutdownTimeout.plusSeconds(5),
-                () -> s.stop(shutdownTimeout).eventually(c::stop));
+                () -> quotaSource == null ? s.stop(shutdownTimeout).eventually(c::stop)
+                        : s.stop(shutdownTimeout).eventually(c::stop).eventually(() -> {
+                            quotaSource.close();
+                            if (etcdClient != null) {
+                                etcdClient.close();
+                            }
+                            return io.vertx.core.Future.succeededFuture();
+                        }));
     }
 
     /** Whether two listeners would bind the same socket: the same port (not 0) on the same or a wildcard host. */

@@ -1,9 +1,7 @@
 package dev.levee.cli;
 
 import dev.levee.limiter.LimiterService;
-import dev.levee.config.FileQuotaSource;
 import dev.levee.config.QuotaSource;
-import dev.levee.config.StaticQuotaSource;
 import dev.levee.roles.RoleAssembler;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
@@ -122,8 +120,7 @@ final class LimiterCommand implements Callable<Integer> {
         dev.levee.limiter.DecisionStats.Options statsOptions = stats.options(); // bad values: refused before starting
         common.apply("levee-limiter");
         io.etcd.jetcd.Client client = etcd.enabled() ? etcd.client() : null;
-        QuotaSource source = client != null ? RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes)
-                : quotas != null ? FileQuotaSource.open(quotas, 1000) : new StaticQuotaSource(Quotas.embedded());
+        QuotaSource source = Quotas.source(client, etcd, quotas);
         LimiterService.Options options = LimiterService.Options.builder(id).listen(listen).advertise(advertise)
                 .observer(client != null ? null : observer).heartbeat(heartbeat).maxKeys(maxKeys).warmup(warmup)
                 .drainGrace(drainGrace).shutdownTimeout(shutdownTimeout).warnInterval(warnInterval).build();

@@ -116,6 +116,12 @@ final class QuotaExplainCommand implements Callable<Integer> {
     @Option(names = "--json", description = "print one JSON object, for scripts")
     boolean json;
 
+    @Option(names = "--lease-threshold", paramLabel = "REQ/S",
+            defaultValue = "" + (long) dev.levee.client.RequestLeases.Settings.DEFAULT_THRESHOLD,
+            description = "levee client's --lease-threshold, to say above which rate an eligible key is leased"
+                    + " (default: ${DEFAULT-VALUE})")
+    double leaseThreshold;
+
     /** Input refused: one error line and one hint line, status {@value #BAD_INPUT}. */
     static final class BadInput extends RuntimeException {
         private static final long serialVersionUID = 1L;
@@ -149,6 +155,10 @@ final class QuotaExplainCommand implements Callable<Integer> {
     }
 
     private int explain(PrintStream out) throws Exception {
+        if (!(leaseThreshold > 0) || Double.isInfinite(leaseThreshold)) {
+            throw new BadInput("--lease-threshold must be a finite number > 0 (requests per second), got "
+                    + leaseThreshold, "give levee client's --lease-threshold, e.g. --lease-threshold 100");
+        }
         Input in = input();
         S3Classifier classifier;
         try {
@@ -195,7 +205,7 @@ final class QuotaExplainCommand implements Callable<Integer> {
                 throw new IllegalStateException("etcd at " + etcd.endpoints + " did not answer in time");
             }
         }
-        QuotaExplanation x = QuotaExplanation.of(in, c, cfg, quotaSource, membership);
+        QuotaExplanation x = QuotaExplanation.of(in, c, cfg, quotaSource, membership, leaseThreshold);
         if (json) {
             out.println(new String(dev.levee.runtime.Json.MAPPER.writerWithDefaultPrettyPrinter()
                     .writeValueAsBytes(x.toMap()), StandardCharsets.UTF_8));

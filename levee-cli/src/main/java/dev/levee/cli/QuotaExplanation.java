@@ -24,13 +24,20 @@ import java.util.Map;
  * @param g         the group size the client sends: {@code min(DF, active)}, or DF when the membership is unknown
  * @param group     the top {@code g} limiters by HRW; null when the membership is unknown
  * @param spillOver the next {@code g} by HRW rank, asked when the whole group failed
+ * @param leaseThreshold the clients' {@code --lease-threshold}, requests per second, to say when the key is leased
  */
 record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaConfig cfg, String quotaSource,
                         QuotaExplainCommand.Membership membership, int factor, ResolvedQuota rq, String entry, int g,
-                        GcraLimit limit, List<LeveeClient.Member> group, List<LeveeClient.Member> spillOver) {
+                        GcraLimit limit, List<LeveeClient.Member> group, List<LeveeClient.Member> spillOver,
+                        double leaseThreshold) {
 
     static QuotaExplanation of(QuotaExplainCommand.Input in, S3Classification c, QuotaConfig cfg, String quotaSource,
                                 QuotaExplainCommand.Membership membership) {
+        return of(in, c, cfg, quotaSource, membership, dev.levee.client.RequestLeases.Settings.DEFAULT_THRESHOLD);
+    }
+
+    static QuotaExplanation of(QuotaExplainCommand.Input in, S3Classification c, QuotaConfig cfg, String quotaSource,
+                                QuotaExplainCommand.Membership membership, double leaseThreshold) {
         ResolvedQuota rq = cfg.resolve(c.resource(), c.key(), c.operation());
         int factor = membership != null && membership.factor() != null ? membership.factor() : cfg.factor();
         List<LeveeClient.Member> group = null;
@@ -45,7 +52,34 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         }
         GcraLimit limit = g < 1 ? null : GcraLimit.of(rq.quota().rate(), rq.quota().burst(), g);
         return new QuotaExplanation(in, c, cfg, quotaSource, membership, factor, rq, entry(cfg, c, rq), g, limit, group,
-                spill);
+                spill, leaseThreshold);
+    }
+
+    /**
+     * Whether the request's enforced counter may be leased to a client (issue 23 item 2; docs/quotas.md, "Request
+     * leases"), judged as levee-client judges it ({@link dev.levee.client.RequestLeases#resolve}: the enforced quota,
+     * {@link QuotaConfig#leaseEligible}).
+     *
+     * @param eligible whether the counter may be leased
+     * @param why      which setting says so
+     * @param setting  the path of that setting in the quota file's form, or null for none (the default)
+     */
+    record Lease(boolean eligible, String why, String setting) {
+    }
+
+    Lease lease() {
+        ResolvedQuota enforced = cfg.resolveEnforced(c.resource(), c.key(), c.operation());
+        if (enforced == null) {
+            return new Lease(false, "only shadow quotas apply, nothing to lease", null);
+        }
+        String at = entry(cfg, c, enforced);
+        if (enforced.quota().lease() != null) {
+            // the entry is on the matched or enforced line above: named, not repeated (80 columns)
+            return new Lease(enforced.quota().lease(), "lease: " + enforced.quota().lease() + " on the "
+                    + (at.equals(entry) ? "matched" : "enforced") + " quota", at);
+        }
+        return new Lease(cfg.defaultLease(), cfg.defaultLease() ? "no lease setting, the default (true)"
+                : "top-level lease: false", cfg.defaultLease() ? null : "lease");
     }
 
     /** Names the configured entry that matched, as the quota file writes it. */
@@ -124,6 +158,15 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
             }
             m.put("enforced", enf);
         }
+        Lease lease = lease();
+        Map<String, Object> leased = new LinkedHashMap<>();
+        leased.put("eligible", lease.eligible());
+        leased.put("why", lease.why());
+        leased.put("setting", lease.setting());
+        leased.put("threshold", leaseThreshold);
+        leased.put("status", "in development (issue 23): with --leases a client detects hot keys; every check is"
+                + " still decided by a limiter");
+        m.put("lease", leased);
         m.put("g", g);
         Map<String, Object> per = new LinkedHashMap<>();
         per.put("rate", ratePerLimiter());
@@ -190,6 +233,12 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
                         dev.levee.runtime.LogText.escape(enforced.limitKey()), num(enforced.quota().rate()),
                         enforced.quota().burst());
             }
+        }
+        Lease lease = lease();
+        out.printf("lease       %s: %s%n", lease.eligible() ? "eligible" : "never", lease.why());
+        if (lease.eligible()) {
+            out.printf(Locale.ROOT, "            hot above %s req/s at a client with --leases (in development)%n",
+                    num(leaseThreshold));
         }
         if (limit == null) {
             out.println("per limiter none: no active limiter (every check answers failed, passed by the failure policy)");

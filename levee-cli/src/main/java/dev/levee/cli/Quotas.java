@@ -16,6 +16,22 @@ final class Quotas {
     private Quotas() {
     }
 
+    /**
+     * Opens the quota source of a role as the limiter reads its quotas: etcd when {@code client} is given, else the
+     * file (reloaded on change), else the embedded defaults. levee limiter and levee client with {@code --leases}
+     * read through this one method, so that they resolve under the same configuration.
+     *
+     * @param client an etcd client (owned by the caller), or null
+     * @param etcd   the etcd options, for the prefix and value size
+     * @param file   the quota file, or null
+     * @return the source, owned by the caller
+     */
+    static dev.levee.config.QuotaSource source(io.etcd.jetcd.Client client, EtcdOptions etcd, Path file) {
+        return client != null ? dev.levee.roles.RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes)
+                : file != null ? dev.levee.config.FileQuotaSource.open(file, 1000)
+                : new dev.levee.config.StaticQuotaSource(embedded());
+    }
+
     static QuotaConfig load(Path file) {
         return file == null ? embedded() : QuotaConfigLoader.load(file);
     }

@@ -194,11 +194,53 @@ class MainTest {
             demo --backend-latency slow                     | slow
             demo --keep-running --gateways 3                | --keep-running works with one gateway
             gateway --backend 127.0.0.1:9 --no-enforce --etcd http://127.0.0.1:1 | --etcd needs --principals FILE
+            client --leases --lease-threshold -1             | --lease-threshold must be a finite number > 0 (requests per second), got -1.0
+            client --leases --lease-threshold 0              | --lease-threshold must be a finite number > 0
+            client --lease-threshold -0.5                    | --lease-threshold must be a finite number > 0
+            client --leases --lease-threshold NaN            | --lease-threshold must be a finite number > 0
+            client --leases --lease-threshold Infinity       | --lease-threshold must be a finite number > 0
+            client --leases --lease-threshold many           | --lease-threshold
+            client --leases --lease-threshold 100req/s       | --lease-threshold
+            client --leases --lease-window 0s                | must be positive
+            client --leases --lease-window -1s               | --lease-window
+            client --leases --lease-window soon              | not a duration
+            client --leases --lease-window 25h               | --lease-window must be at most 24h, got 25h
+            client --leases=maybe                            | maybe
+            gateway --backend 127.0.0.1:9 --leases           | --leases
             """)
     void badFlagsGetAClearMessage(String line, String named) {
         Run r = run(line.trim().split("\\s+"));
         assertThat(r.status()).isNotZero();
         assertThat(r.err()).contains(named).doesNotContain("\tat ");
+    }
+
+    /**
+     * Issue 23 item 2: {@code levee client --[no-]leases} is off by default (leases go on by default only once every
+     * acceptance item of the issue holds with them), {@code --lease-threshold} and {@code --lease-window} reach the
+     * client's settings, and with leases off the client's settings are those of before.
+     */
+    @Test
+    void clientLeaseFlagsAreOffByDefaultAndReachTheSettings() {
+        ClientCommand defaults = new ClientCommand();
+        new picocli.CommandLine(defaults).parseArgs();
+        assertThat(defaults.leases.enabled).isFalse();
+        assertThat(defaults.leases.settings()).isEqualTo(dev.levee.client.RequestLeases.Settings.DEFAULTS);
+        ClientCommand on = new ClientCommand();
+        new picocli.CommandLine(on).parseArgs("--leases", "--lease-threshold", "250.5", "--lease-window", "500ms",
+                "--quotas", "q.yaml");
+        assertThat(on.leases.enabled).isTrue();
+        assertThat(on.leases.settings()).isEqualTo(new dev.levee.client.RequestLeases.Settings(250.5,
+                java.time.Duration.ofMillis(500)));
+        assertThat(on.leases.quotas).isEqualTo(Path.of("q.yaml"));
+        assertThat(on.options()).as("the limiter-client settings do not change").isEqualTo(defaults.options());
+        ClientCommand off = new ClientCommand();
+        new picocli.CommandLine(off).parseArgs("--no-leases");
+        assertThat(off.leases.enabled).isFalse();
+        Run help = run("client", "--help");
+        assertThat(help.out().replaceAll("\\s+", " ")).contains("--[no-]leases").contains("--lease-threshold=REQ/S")
+                .contains("--lease-window=DURATION").contains("in development, issue 23").contains("--quotas")
+                .contains("--etcd");
+        assertThat(run("gateway", "--help").out()).doesNotContain("--[no-]leases").doesNotContain("--lease-threshold");
     }
 
     @Test

@@ -122,6 +122,62 @@ class QuotaExplainCommandTest {
         assertThat(r.out().lines()).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(80));
     }
 
+    /**
+     * Issue 23 item 2: explain says whether the request's counter would be leased — eligible by the quota file (its
+     * own {@code lease}, else the top-level one, else the default) or never ({@code lease: false}, or only shadow
+     * quotas) — and above which rate; the lines it printed before are unchanged.
+     */
+    @Test
+    void explainSaysWhetherTheKeyWouldBeLeasedAndAboveWhichRate() throws Exception {
+        MainTest.Run before = explain("GET", "s3://example-bucket/uploads/a.bin");
+        assertThat(before.status()).as(before.err()).isZero();
+        assertThat(before.out()).contains("""
+                limit key   prefix:example-bucket/uploads/*@uploads/a.bin
+                quota       rate 1700/s for the group, burst 300 per limiter
+                lease       eligible: no lease setting, the default (true)
+                            hot above 100 req/s at a client with --leases (in development)
+                per limiter g=4: rate 425/s, burst 300 (GCRA: T = 2352942 ns, capacity 300)
+                """);
+
+        Files.writeString(quotas, """
+                factor: 4
+                lease: false
+                default: {rate: 1000, burst: 500}
+                resources:
+                  example-bucket:
+                    prefixes:
+                      - {prefix: "uploads/*", quota: {rate: 1700, burst: 300, lease: true}}
+                      - {prefix: "logs/", quota: {rate: 1700, burst: 300, mode: shadow}}
+                  audit:
+                    quota: {rate: 10, burst: 1, lease: false}
+                """);
+        MainTest.Run hot = explain("--lease-threshold", "250.5", "GET", "s3://example-bucket/uploads/a.bin");
+        assertThat(hot.out()).contains("""
+                lease       eligible: lease: true on the matched quota
+                            hot above 250.5 req/s at a client with --leases (in development)
+                """);
+        assertThat(explain("GET", "s3://example-bucket/k").out()).contains("lease       never: top-level lease: false\n"
+                + "per limiter");
+        assertThat(explain("GET", "s3://audit/k").out()).contains("lease       never: lease: false on the matched quota\n");
+        JsonNode x = json(explain("--json", "GET", "s3://audit/k"));
+        assertThat(x.at("/lease/eligible").asBoolean()).isFalse();
+        assertThat(x.at("/lease/setting").asText()).isEqualTo("resources.\"audit\".quota");
+        assertThat(x.at("/lease/threshold").asDouble()).isEqualTo(100.0);
+        JsonNode shadowed = json(explain("--json", "GET", "s3://example-bucket/logs/1"));
+        assertThat(shadowed.at("/mode").asText()).isEqualTo("shadow");
+        assertThat(shadowed.at("/lease/why").asText()).as("judged on the enforced quota, the default")
+                .isEqualTo("top-level lease: false");
+        assertThat(hot.out().lines().filter(l -> l.startsWith("lease ") || l.contains("--leases")))
+                .hasSize(2).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(80));
+
+        MainTest.Run bad = explain("--lease-threshold", "0", "GET", "s3://b/k");
+        assertThat(bad.status()).isEqualTo(QuotaExplainCommand.BAD_INPUT);
+        assertThat(bad.err()).contains("--lease-threshold must be a finite number > 0").doesNotContain("\tat ");
+        MainTest.Run notANumber = explain("--lease-threshold", "many", "GET", "s3://b/k");
+        assertThat(notANumber.status()).isNotZero();
+        assertThat(notANumber.err()).contains("--lease-threshold").contains("many").doesNotContain("\tat ");
+    }
+
     @Test
     void fewerLimitersThanTheFactorMakeASmallerGroup() throws Exception {
         JsonNode x = json(explain("--json", "--limiters", "a,b", "--resource", "other", "--key", "k", "--operation",
