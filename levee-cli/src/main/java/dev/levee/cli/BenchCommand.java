@@ -333,21 +333,21 @@ final class BenchCommand {
             }
             Buffer body;
             if (binary) {
-                io.netty.buffer.ByteBuf b = dev.levee.runtime.BinaryChecks.start(1, 32);
-                dev.levee.runtime.BinaryChecks.writeCheck(b, "bench", "k/" + (seq % keys), "GetObject", 1);
-                body = dev.levee.runtime.BinaryChecks.toBuffer(b);
+                io.netty.buffer.ByteBuf b = dev.levee.wire.BinaryChecks.start(1, 32);
+                dev.levee.wire.BinaryChecks.writeCheck(b, "bench", "k/" + (seq % keys), "GetObject", 1);
+                body = dev.levee.runtime.Http.buffer(b);
             } else {
                 body = Buffer.buffer("{\"resource\":\"bench\",\"key\":\"k/" + (seq % keys) + "\",\"operation\":\"GetObject\",\"g\":1}");
             }
             return http.request(new RequestOptions().setMethod(HttpMethod.POST).setHost(a.host()).setPort(a.port())
                             .setURI("/v1/check").putHeader("Content-Type",
-                                    binary ? dev.levee.runtime.BinaryChecks.CONTENT_TYPE : "application/json")
+                                    binary ? dev.levee.wire.BinaryChecks.CONTENT_TYPE : "application/json")
                             .setIdleTimeout(REQUEST_TIMEOUT_MS))
                     .compose(r -> r.send(body))
                     .compose(resp -> resp.body().map(b -> {
                         // a 200 or 429 is a check's answer only in the content type a limiter answers in
                         String type = resp.getHeader("Content-Type");
-                        String want = binary ? dev.levee.runtime.BinaryChecks.CONTENT_TYPE : "application/json";
+                        String want = binary ? dev.levee.wire.BinaryChecks.CONTENT_TYPE : "application/json";
                         if (type == null || !type.startsWith(want)) {
                             throw new IllegalStateException("HTTP " + resp.statusCode() + " with "
                                     + (type == null ? "no content type" : "content type " + type)
@@ -449,17 +449,17 @@ final class BenchCommand {
         private final long[] worstPerSecond = new long[3600];
 
         /**
-         * Checks over the check wire ({@link dev.levee.runtime.WireConnection}) from the generator's event loop: an answer
+         * Checks over the check wire ({@link dev.levee.wire.WireConnection}) from the generator's event loop: an answer
          * completes its check's future with 200 (accepted) or 429 (rejected), anything else fails it.
          */
-        static final class WireLoad implements dev.levee.runtime.WireConnection.Peer<WireLoad.Check> {
+        static final class WireLoad implements dev.levee.wire.WireConnection.Peer<WireLoad.Check> {
             record Check(long seq, io.vertx.core.Promise<Integer> done) {
             }
 
             private final io.netty.channel.EventLoop loop;
             private final Class<? extends io.netty.channel.Channel> channelClass;
             private final int keys;
-            private final java.util.Map<HostPort, java.util.List<dev.levee.runtime.WireConnection<Check>>> pools =
+            private final java.util.Map<HostPort, java.util.List<dev.levee.wire.WireConnection<Check>>> pools =
                     new java.util.HashMap<>();
             private final int connections;
             private long next;
@@ -484,10 +484,10 @@ final class BenchCommand {
 
             /** Opens the connections to {@code a}; from a thread other than the generator's event loop. */
             void connect(HostPort a) throws Exception {
-                java.util.List<dev.levee.runtime.WireConnection<Check>> pool = new java.util.ArrayList<>();
+                java.util.List<dev.levee.wire.WireConnection<Check>> pool = new java.util.ArrayList<>();
                 for (int i = 0; i < connections; i++) {
                     try {
-                        pool.add(dev.levee.runtime.WireConnection.<Check>connect(this, loop, channelClass, a,
+                        pool.add(dev.levee.wire.WireConnection.<Check>connect(this, loop, channelClass, a.host(), a.port(),
                                 SystemTicker.INSTANCE, Duration.ofSeconds(10), 256).get(15, TimeUnit.SECONDS));
                     } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
                         Throwable cause = e.getCause() == null ? e : e.getCause();
@@ -518,14 +518,14 @@ final class BenchCommand {
 
             @Override
             public void write(Check c, io.netty.buffer.ByteBuf frame) {
-                dev.levee.runtime.BinaryChecks.writeCheck(frame, "bench", "k/" + (c.seq() % keys), "GetObject", 1);
+                dev.levee.wire.BinaryChecks.writeCheck(frame, "bench", "k/" + (c.seq() % keys), "GetObject", 1);
             }
 
             @Override
-            public void answered(Check c, dev.levee.runtime.BinaryChecks.AnswerCursor a) {
-                if (a.result == dev.levee.runtime.BinaryChecks.ACCEPTED) {
+            public void answered(Check c, dev.levee.wire.BinaryChecks.AnswerCursor a) {
+                if (a.result == dev.levee.wire.BinaryChecks.ACCEPTED) {
                     c.done().complete(200);
-                } else if (a.result == dev.levee.runtime.BinaryChecks.REJECTED) {
+                } else if (a.result == dev.levee.wire.BinaryChecks.REJECTED) {
                     c.done().complete(429);
                 } else {
                     c.done().fail("limiter answered " + a.result + (a.error == null ? "" : ": " + a.error));
@@ -540,7 +540,7 @@ final class BenchCommand {
             }
 
             @Override
-            public void closed(dev.levee.runtime.WireConnection<Check> connection, boolean clean) {
+            public void closed(dev.levee.wire.WireConnection<Check> connection, boolean clean) {
                 pools.values().forEach(p -> p.remove(connection));
             }
 

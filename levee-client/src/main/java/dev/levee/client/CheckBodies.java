@@ -3,8 +3,9 @@ package dev.levee.client;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
-import dev.levee.runtime.BinaryChecks;
+import dev.levee.runtime.Http;
 import dev.levee.runtime.Json;
+import dev.levee.wire.BinaryChecks;
 import io.vertx.core.buffer.Buffer;
 import java.util.List;
 
@@ -81,7 +82,7 @@ final class CheckBodies {
             for (Plan p : batch) {
                 BinaryChecks.writeCheck(b, p.c.resource(), p.c.key(), p.c.operation().name(), p.g());
             }
-            return BinaryChecks.toBuffer(b);
+            return Http.buffer(b);
         }
         if (batch.size() == 1) {
             return Buffer.buffer(jsons != null ? jsons.get(0) : batch.get(0).json());

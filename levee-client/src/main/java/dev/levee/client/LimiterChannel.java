@@ -3,9 +3,9 @@ package dev.levee.client;
 import dev.levee.client.LeveeClient.Member;
 import dev.levee.client.LeveeClient.Options;
 import dev.levee.core.Ticker;
-import dev.levee.runtime.BinaryChecks;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.WireConnection;
+import dev.levee.wire.BinaryChecks;
+import dev.levee.wire.WireConnection;
 import io.vertx.core.Future;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClientAgent;
@@ -360,8 +360,8 @@ final class LimiterChannel {
             }
             if (wire == null && !connecting && !noWire && !retired && !stopped.getAsBoolean() && ticker.read() - retryAt >= 0) {
                 connecting = true;
-                WireConnection.connect(this, loop, wireChannelClass, addr, ticker, options.checkTimeout(),
-                        options.maxBatch()).addListener(f -> {
+                WireConnection.connect(this, loop, wireChannelClass, addr.host(), addr.port(), ticker,
+                        options.checkTimeout(), options.maxBatch()).addListener(f -> {
                             connecting = false;
                             if (f.isSuccess()) {
                                 @SuppressWarnings("unchecked")

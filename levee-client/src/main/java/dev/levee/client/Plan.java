@@ -2,8 +2,8 @@ package dev.levee.client;
 
 import dev.levee.client.LeveeClient.Member;
 import dev.levee.core.SpillOrder;
-import dev.levee.runtime.BinaryChecks;
 import dev.levee.s3.S3Classification;
+import dev.levee.wire.BinaryChecks;
 import io.vertx.core.Completable;
 
 /**

@@ -2,11 +2,12 @@ package dev.levee.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.runtime.BinaryChecks;
 import dev.levee.runtime.HostPort;
+import dev.levee.runtime.Http;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import dev.levee.s3.S3Request;
+import dev.levee.wire.BinaryChecks;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServer;
@@ -48,7 +49,7 @@ class BinaryEncodingTest {
                 for (int i = 0; i < in.count(); i++) {
                     BinaryChecks.writeDecision(out, true, "default", "default:" + in.resources()[i], 7, 0);
                 }
-                req.response().putHeader("Content-Type", BinaryChecks.CONTENT_TYPE).end(BinaryChecks.toBuffer(out));
+                req.response().putHeader("Content-Type", BinaryChecks.CONTENT_TYPE).end(Http.buffer(out));
                 return;
             }
             JsonObject body;

@@ -2,13 +2,13 @@ package dev.levee.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.runtime.BinaryChecks;
-import dev.levee.runtime.CheckWire;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Http;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.wire.BinaryChecks;
+import dev.levee.wire.CheckWire;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.buffer.ByteBuf;

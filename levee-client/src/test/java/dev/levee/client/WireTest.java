@@ -3,12 +3,12 @@ package dev.levee.client;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.levee.runtime.BinaryChecks;
-import dev.levee.runtime.CheckWire;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import dev.levee.s3.S3Request;
+import dev.levee.wire.BinaryChecks;
+import dev.levee.wire.CheckWire;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.buffer.ByteBuf;
@@ -30,7 +30,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * levee-client's end of the check wire ({@link dev.levee.runtime.WireConnection}, {@link CheckWire}) against stand-in limiters that
+ * levee-client's end of the check wire ({@link dev.levee.wire.WireConnection}, {@link CheckWire}) against stand-in limiters that
  * speak it the way the test tells them to: answers matched to their checks, the checks of one turn in one frame,
  * HTTP for a limiter that does not take the wire, and every way a connection can fail — a stalled limiter, an
  * ERROR frame, answers that do not match, GOAWAY — ending with each check decided by another limiter or again.

@@ -132,14 +132,14 @@ class BadInputIT {
         var limiter = stack.stack.limiters().get(0).address();
         return http.send(HttpRequest.newBuilder(URI.create("http://" + limiter + path))
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body))
-                .header("Content-Type", dev.levee.runtime.BinaryChecks.CONTENT_TYPE).build(),
+                .header("Content-Type", dev.levee.wire.BinaryChecks.CONTENT_TYPE).build(),
                 HttpResponse.BodyHandlers.ofByteArray());
     }
 
     static byte[] binary(Object[]... checks) {
-        io.netty.buffer.ByteBuf b = dev.levee.runtime.BinaryChecks.start(checks.length, 64);
+        io.netty.buffer.ByteBuf b = dev.levee.wire.BinaryChecks.start(checks.length, 64);
         for (Object[] c : checks) {
-            dev.levee.runtime.BinaryChecks.writeCheck(b, (String) c[0], (String) c[1], (String) c[2], (Integer) c[3]);
+            dev.levee.wire.BinaryChecks.writeCheck(b, (String) c[0], (String) c[1], (String) c[2], (Integer) c[3]);
         }
         byte[] out = new byte[b.readableBytes()];
         b.readBytes(out);
@@ -188,19 +188,19 @@ class BadInputIT {
     void aVersion1BinaryBodyIsAnsweredInVersion1AndVersion2CarriesTheQuotaFigures() throws Exception {
         // a levee-client of before issue 14 sends version 1 and reads version-1 answers only
         byte[] v1 = binary(new Object[] {"binv1", "a", "GetObject", 1});
-        v1[0] = (byte) dev.levee.runtime.BinaryChecks.VERSION_1;
+        v1[0] = (byte) dev.levee.wire.BinaryChecks.VERSION_1;
         HttpResponse<byte[]> old = postBinary("/v1/check", v1);
         assertThat(old.statusCode()).isEqualTo(200);
         assertThat(old.body()[0]).isEqualTo((byte) 1);
-        var a = dev.levee.runtime.BinaryChecks.readAnswers(old.body(), 1)[0];
+        var a = dev.levee.wire.BinaryChecks.readAnswers(old.body(), 1)[0];
         assertThat(a.limitKey()).isEqualTo("default:binv1");
         assertThat(a.reset()).as("not in version 1").isZero();
         HttpResponse<byte[]> now = postBinary("/v1/check", binary(new Object[] {"binv2", "a", "GetObject", 1}));
         assertThat(now.body()[0]).isEqualTo((byte) 2);
-        var b = dev.levee.runtime.BinaryChecks.readAnswers(now.body(), 1)[0];
+        var b = dev.levee.wire.BinaryChecks.readAnswers(now.body(), 1)[0];
         assertThat(b.rate()).isPositive();
         assertThat(b.reset()).isPositive();
-        assertThat(b.shadow()).isEqualTo(dev.levee.runtime.BinaryChecks.SHADOW_NONE);
+        assertThat(b.shadow()).isEqualTo(dev.levee.wire.BinaryChecks.SHADOW_NONE);
     }
 
     @Test
@@ -208,24 +208,24 @@ class BadInputIT {
         // single: the status and Retry-After of the JSON form, one binary answer
         HttpResponse<byte[]> one = postBinary("/v1/check", binary(new Object[] {"binone", "a", "GetObject", 2}));
         assertThat(one.statusCode()).isEqualTo(200);
-        assertThat(one.headers().firstValue("Content-Type")).hasValue(dev.levee.runtime.BinaryChecks.CONTENT_TYPE);
-        var a = dev.levee.runtime.BinaryChecks.readAnswers(one.body(), 1)[0];
-        assertThat(a.result()).isEqualTo(dev.levee.runtime.BinaryChecks.ACCEPTED);
+        assertThat(one.headers().firstValue("Content-Type")).hasValue(dev.levee.wire.BinaryChecks.CONTENT_TYPE);
+        var a = dev.levee.wire.BinaryChecks.readAnswers(one.body(), 1)[0];
+        assertThat(a.result()).isEqualTo(dev.levee.wire.BinaryChecks.ACCEPTED);
         assertThat(a.level()).isEqualTo("default");
         assertThat(a.limitKey()).isEqualTo("default:binone");
         assertThat(a.remaining()).isPositive();
         HttpResponse<byte[]> invalid = postBinary("/v1/check", binary(new Object[] {"binone", "a", "GetObjekt", 2}));
         assertThat(invalid.statusCode()).isEqualTo(400);
-        assertThat(dev.levee.runtime.BinaryChecks.readAnswers(invalid.body(), 1)[0].error())
+        assertThat(dev.levee.wire.BinaryChecks.readAnswers(invalid.body(), 1)[0].error())
                 .contains("unknown operation 'GetObjekt'");
         // batch: good checks decided, bad ones named, in order, as aBatchDecidesItsGoodChecksAndNamesItsBadOnes
         HttpResponse<byte[]> batch = postBinary("/v1/checks", binary(new Object[] {"b", "a", "GetObject", 2},
                 new Object[] {"b", "a", "GetObjekt", 2}, new Object[] {"b", "a", "PutObject", 9}));
         assertThat(batch.statusCode()).isEqualTo(200);
-        var as = dev.levee.runtime.BinaryChecks.readAnswers(batch.body(), 3);
-        assertThat(as[0].result()).isEqualTo(dev.levee.runtime.BinaryChecks.ACCEPTED);
+        var as = dev.levee.wire.BinaryChecks.readAnswers(batch.body(), 3);
+        assertThat(as[0].result()).isEqualTo(dev.levee.wire.BinaryChecks.ACCEPTED);
         assertThat(as[0].limitKey()).isEqualTo("default:b");
-        assertThat(as[1].result()).isEqualTo(dev.levee.runtime.BinaryChecks.INVALID);
+        assertThat(as[1].result()).isEqualTo(dev.levee.wire.BinaryChecks.INVALID);
         assertThat(as[1].error()).contains("unknown operation 'GetObjekt'");
         assertThat(as[2].error()).contains("'g' must be between");
         // the burst of 100 (at 250/s for g = 4) exhausted by binary checks: rejected with Retry-After, as in JSON
@@ -235,7 +235,7 @@ class BadInputIT {
         }
         assertThat(last.statusCode()).isEqualTo(429);
         assertThat(last.headers().firstValue("Retry-After")).isPresent();
-        assertThat(dev.levee.runtime.BinaryChecks.readAnswers(last.body(), 1)[0].retryAfter()).isPositive();
+        assertThat(dev.levee.wire.BinaryChecks.readAnswers(last.body(), 1)[0].retryAfter()).isPositive();
     }
 
     @Test

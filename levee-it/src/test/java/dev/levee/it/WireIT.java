@@ -2,10 +2,10 @@ package dev.levee.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.runtime.BinaryChecks;
-import dev.levee.runtime.CheckWire;
 import dev.levee.runtime.HostPort;
 import dev.levee.stack.LocalStack;
+import dev.levee.wire.BinaryChecks;
+import dev.levee.wire.CheckWire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.ByteArrayOutputStream;

@@ -7,10 +7,10 @@ import dev.levee.core.S3Operation;
 import dev.levee.core.Ticker;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
-import dev.levee.runtime.BinaryChecks;
 import dev.levee.runtime.Http;
 import dev.levee.runtime.Json;
 import dev.levee.runtime.LogText;
+import dev.levee.wire.BinaryChecks;
 import io.netty.buffer.ByteBuf;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerRequest;
@@ -202,7 +202,7 @@ final class Checks {
             resp.putHeader(RETRY_AFTER, Long.toString(last.retryAfter));
         }
         resp.setStatusCode(one ? last.status : 200).putHeader(HttpHeaders.CONTENT_TYPE, BINARY)
-                .end(BinaryChecks.toBuffer(out));
+                .end(Http.buffer(out));
     }
 
     /** The status and Retry-After of the last check of a body, for the answer to a single binary check. */

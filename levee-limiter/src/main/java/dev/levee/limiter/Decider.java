@@ -6,7 +6,7 @@ import dev.levee.core.GcraTable;
 import dev.levee.core.S3Operation;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
-import dev.levee.runtime.BinaryChecks;
+import dev.levee.wire.BinaryChecks;
 import io.netty.buffer.ByteBuf;
 
 /**

@@ -62,7 +62,7 @@ final class DecisionLog {
             }
             return;
         }
-        String shadow = d.shadow == dev.levee.runtime.BinaryChecks.SHADOW_ACCEPTED ? "accepted"
+        String shadow = d.shadow == dev.levee.wire.BinaryChecks.SHADOW_ACCEPTED ? "accepted"
                 : CheckResponse.WOULD_REJECT;
         long shadowR = d.shadowResult;
         StringBuilder b = SHADOW_LINE.get();

@@ -6,10 +6,9 @@ import static dev.levee.limiter.LimiterService.WARMUP_WIRE_CHECKS;
 
 import dev.levee.config.QuotaSource;
 import dev.levee.core.Ticker;
-import dev.levee.runtime.BinaryChecks;
-import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Http;
-import dev.levee.runtime.WireConnection;
+import dev.levee.wire.BinaryChecks;
+import dev.levee.wire.WireConnection;
 import io.netty.buffer.ByteBuf;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -79,7 +78,7 @@ final class LimiterWarmup {
         for (int i = 0; i < 8; i++) {
             BinaryChecks.writeCheck(b8, WARMUP_RESOURCE, "k", "GetObject", 1);
         }
-        Buffer[] bodies = {single, batch, BinaryChecks.toBuffer(b1), BinaryChecks.toBuffer(b8)};
+        Buffer[] bodies = {single, batch, Http.buffer(b1), Http.buffer(b8)};
         AtomicInteger decided = new AtomicInteger();
         AtomicInteger failures = new AtomicInteger();
         Promise<Void> ready = Promise.promise();
@@ -122,7 +121,7 @@ final class LimiterWarmup {
         io.netty.channel.EventLoop loop = ((io.vertx.core.internal.ContextInternal) vertx.getOrCreateContext())
                 .nettyEventLoop();
         WireWarmup peer = new WireWarmup(deadline, done, ticker);
-        WireConnection.connect(peer, loop, Http.socketChannelClass(vertx), new HostPort(host, port),
+        WireConnection.connect(peer, loop, Http.socketChannelClass(vertx), host, port,
                 ticker, Duration.ofSeconds(2), 64).addListener(f -> {
                     if (f.isSuccess()) {
                         @SuppressWarnings("unchecked")

@@ -1,7 +1,7 @@
 package dev.levee.limiter;
 
-import dev.levee.runtime.BinaryChecks;
-import dev.levee.runtime.CheckWire;
+import dev.levee.wire.BinaryChecks;
+import dev.levee.wire.CheckWire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;

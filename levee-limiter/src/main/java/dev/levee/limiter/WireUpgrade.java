@@ -1,7 +1,7 @@
 package dev.levee.limiter;
 
-import dev.levee.runtime.CheckWire;
 import dev.levee.runtime.Http;
+import dev.levee.wire.CheckWire;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;

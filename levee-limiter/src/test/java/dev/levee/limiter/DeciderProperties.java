@@ -8,7 +8,7 @@ import dev.levee.core.GcraTable;
 import dev.levee.core.S3Operation;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
-import dev.levee.runtime.BinaryChecks;
+import dev.levee.wire.BinaryChecks;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

@@ -7,7 +7,7 @@ import dev.levee.core.GcraLimit;
 import dev.levee.core.GcraTable;
 import dev.levee.core.S3Operation;
 import dev.levee.quota.QuotaConfig;
-import dev.levee.runtime.BinaryChecks;
+import dev.levee.wire.BinaryChecks;
 import org.junit.jupiter.api.Test;
 
 /** The {@link Decider} on examples: the group size, shadow-only configurations, blocked quotas, the reset. */

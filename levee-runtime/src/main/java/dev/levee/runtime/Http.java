@@ -115,6 +115,11 @@ public final class Http {
                 .setHttp2ClearTextEnabled(false); // HTTP/1.1 only: NGINX and the client speak it, h2c adds nothing
     }
 
+    /** Wraps a written Netty buffer (a check-wire body, levee-wire's {@code BinaryChecks}) as a Vert.x buffer (no copy). */
+    public static Buffer buffer(io.netty.buffer.ByteBuf b) {
+        return io.vertx.core.internal.buffer.BufferInternal.buffer(b);
+    }
+
     /** Writes {@code body} as JSON with {@code status}. */
     public static void json(HttpServerResponse resp, int status, Object body) {
         if (resp.ended() || resp.closed()) {

@@ -1,4 +1,4 @@
-package dev.levee.runtime;
+package dev.levee.wire;
 
 import dev.levee.core.Ticker;
 import io.netty.bootstrap.Bootstrap;
@@ -87,7 +87,8 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
     private final Ticker ticker;
     private final long timeoutNanos;
     private final int maxBatch;
-    private final HostPort address;
+    /** The limiter's {@code host:port} (an IPv6 literal in brackets), for the Host header and messages. */
+    private final String address;
     private Channel channel;
     private ChannelHandlerContext ctx;
     private final ArrayDeque<T> outstanding = new ArrayDeque<>();
@@ -111,7 +112,7 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
     private boolean goingAway;
     private boolean failed;
 
-    private WireConnection(Peer<T> peer, EventLoop loop, Ticker ticker, HostPort address, long timeoutNanos,
+    private WireConnection(Peer<T> peer, EventLoop loop, Ticker ticker, String address, long timeoutNanos,
                            int maxBatch) {
         this.peer = peer;
         this.loop = loop;
@@ -125,13 +126,17 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
      * Connects to a limiter and upgrades the connection to the wire.
      *
      * @param channelClass the socket channel class of {@code loop}'s transport (epoll or NIO)
+     * @param host         the limiter's host name or address (an IPv6 literal without brackets)
+     * @param port         the limiter's port
      * @param timeout      longest the connect and the upgrade may take, and longest a check may be outstanding
      * @return completes with the connection once upgraded; fails when the limiter cannot be reached or does not
      *         take the wire ({@link Peer#noWire} was called then)
      */
     public static <T> Future<WireConnection<T>> connect(Peer<T> peer, EventLoop loop, Class<? extends Channel> channelClass,
-                                                 HostPort address, Ticker ticker, java.time.Duration timeout,
+                                                 String host, int port, Ticker ticker, java.time.Duration timeout,
                                                  int maxBatch) {
+        // as levee-runtime's HostPort writes it (this module sits below levee-runtime)
+        String address = (host.indexOf(':') >= 0 ? "[" + host + "]" : host) + ":" + port;
         WireConnection<T> w = new WireConnection<>(peer, loop, ticker, address, timeout.toNanos(), maxBatch);
         Promise<WireConnection<T>> done = loop.newPromise();
         int millis = (int) Math.max(1, Math.min(Integer.MAX_VALUE, timeout.toMillis()));
@@ -148,7 +153,7 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
                         ch.pipeline().addLast("refused", w.new Refused(done));
                     }
                 });
-        b.connect(address.host(), address.port()).addListener((ChannelFutureListener) f -> {
+        b.connect(host, port).addListener((ChannelFutureListener) f -> {
             if (!f.isSuccess()) {
                 done.tryFailure(f.cause());
                 return;
@@ -156,7 +161,7 @@ public final class WireConnection<T> extends ChannelInboundHandlerAdapter {
             w.channel = f.channel();
             HttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, CheckWire.PATH,
                     Unpooled.EMPTY_BUFFER);
-            req.headers().set(HttpHeaderNames.HOST, address.toString());
+            req.headers().set(HttpHeaderNames.HOST, address);
             f.channel().writeAndFlush(req);
         });
         ScheduledFuture<?> deadline = loop.schedule(() -> {

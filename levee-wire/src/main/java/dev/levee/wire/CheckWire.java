@@ -1,4 +1,4 @@
-package dev.levee.runtime;
+package dev.levee.wire;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;

@@ -1,11 +1,9 @@
-package dev.levee.runtime;
+package dev.levee.wire;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.util.ByteProcessor;
-import io.vertx.core.buffer.Buffer;
-import io.vertx.core.internal.buffer.BufferInternal;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
@@ -183,11 +181,6 @@ public final class BinaryChecks {
         b.writeByte(INVALID);
         String e = error.length() > 1024 ? error.substring(0, 1024) : error;
         writeString16(b, e, "error");
-    }
-
-    /** Wraps a written body as a Vert.x buffer (no copy). */
-    public static Buffer toBuffer(ByteBuf b) {
-        return BufferInternal.buffer(b);
     }
 
     private static void writeString16(ByteBuf b, String s, String what) {

@@ -1,4 +1,4 @@
-package dev.levee.runtime;
+package dev.levee.wire;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
