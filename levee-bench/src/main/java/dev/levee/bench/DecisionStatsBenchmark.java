@@ -1,9 +1,9 @@
 package dev.levee.bench;
 
-import dev.levee.core.S3Operation;
 import dev.levee.limiter.DecisionStats;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.runtime.SystemTicker;
+import dev.levee.s3.S3Operation;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

@@ -1,6 +1,5 @@
 package dev.levee.cli;
 
-import dev.levee.core.S3Operation;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
@@ -10,6 +9,7 @@ import dev.levee.quota.ResourceQuotas;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
+import dev.levee.s3.S3Operation;
 import dev.levee.stack.EmbeddedEtcd;
 import dev.levee.stack.EmbeddedS3;
 import dev.levee.stack.LocalStack;

@@ -1,12 +1,12 @@
 package dev.levee.cli;
 
 import dev.levee.core.GcraLimit;
-import dev.levee.core.S3Operation;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaLevel;
 import dev.levee.quota.ResourceQuotas;
+import dev.levee.s3.S3Operation;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;

@@ -40,7 +40,7 @@ class DemoPlanTest {
             assertThat(s.driven().burst()).as(s.label()).isGreaterThanOrEqualTo(GcraLimit.minimumBurst(s.driven().rate(), 4))
                     .isLessThanOrEqualTo(s.quota().burst());
             // the limiters enforce the copy for this stream's requests, at the same level
-            ResolvedQuota r = driven.resolve(s.bucket(), s.op() == dev.levee.core.S3Operation.ListObjectsV2 ? ""
+            ResolvedQuota r = driven.resolve(s.bucket(), s.op() == dev.levee.s3.S3Operation.ListObjectsV2 ? ""
                     : s.keys().getFirst(), s.op());
             assertThat(r.quota()).as(s.label()).isEqualTo(s.driven());
             assertThat(r.level()).as(s.label()).isEqualTo(s.entry().level());

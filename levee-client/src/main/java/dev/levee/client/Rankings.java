@@ -33,7 +33,7 @@ final class Rankings {
      * {@link Positions} per operation, so that each object key's requests are spread evenly over the group's members.
      */
     record Ranking(View view, int n, List<Member> ranked,
-                   ConcurrentHashMap<dev.levee.core.S3Operation, Positions> positions) {
+                   ConcurrentHashMap<dev.levee.s3.S3Operation, Positions> positions) {
 
         /** The group size {@code g}: a ranking holds the group and up to as many beyond it ({@code n = 2g}). */
         int g() {
@@ -41,7 +41,7 @@ final class Rankings {
         }
 
         /** Returns the next round-robin position of {@code key}'s requests of {@code op} on this resource. */
-        long next(dev.levee.core.S3Operation op, String key) {
+        long next(dev.levee.s3.S3Operation op, String key) {
             Positions p = positions.get(op);
             if (p == null) {
                 p = positions.computeIfAbsent(op, o -> new Positions());

@@ -2,8 +2,8 @@ package dev.levee.client;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.core.S3Operation;
 import dev.levee.s3.S3Classification;
+import dev.levee.s3.S3Operation;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 

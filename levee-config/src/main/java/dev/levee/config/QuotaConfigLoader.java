@@ -1,12 +1,12 @@
 package dev.levee.config;
 
-import dev.levee.core.S3Operation;
 import dev.levee.quota.ConfigProblem;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaConfigException;
 import dev.levee.quota.QuotaRules;
 import dev.levee.quota.ResourceQuotas;
+import dev.levee.s3.S3Operation;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;

@@ -1,11 +1,11 @@
 package dev.levee.config;
 
-import dev.levee.core.S3Operation;
 import dev.levee.quota.ConfigProblem;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaConfigException;
 import dev.levee.quota.ResourceQuotas;
+import dev.levee.s3.S3Operation;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

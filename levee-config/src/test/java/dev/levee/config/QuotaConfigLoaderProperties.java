@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import java.io.IOException;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;

@@ -3,12 +3,12 @@ package dev.levee.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
-import dev.levee.core.S3Operation;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaConfigException;
 import dev.levee.quota.ResourceQuotas;
+import dev.levee.s3.S3Operation;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URISyntaxException;

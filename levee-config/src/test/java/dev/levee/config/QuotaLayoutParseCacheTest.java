@@ -43,10 +43,10 @@ class QuotaLayoutParseCacheTest {
         v.put("resources/b7", "quota: {rate: 9, burst: 2}");
         QuotaConfig second = QuotaLayout.fromValues("/levee/", v, cache);
         // a precomputed answer is the same instance only when the bucket's built entry was reused
-        assertThat(second.resolve("b8", "p/x", dev.levee.core.S3Operation.GetObject))
-                .isSameAs(first.resolve("b8", "p/x", dev.levee.core.S3Operation.GetObject));
-        assertThat(second.resolve("b7", "p/x", dev.levee.core.S3Operation.GetObject).quota().rate()).isEqualTo(9.0);
-        assertThat(first.resolve("b7", "p/x", dev.levee.core.S3Operation.GetObject).quota().rate()).isEqualTo(1.0);
+        assertThat(second.resolve("b8", "p/x", dev.levee.s3.S3Operation.GetObject))
+                .isSameAs(first.resolve("b8", "p/x", dev.levee.s3.S3Operation.GetObject));
+        assertThat(second.resolve("b7", "p/x", dev.levee.s3.S3Operation.GetObject).quota().rate()).isEqualTo(9.0);
+        assertThat(first.resolve("b7", "p/x", dev.levee.s3.S3Operation.GetObject).quota().rate()).isEqualTo(1.0);
         assertThat(second.resources().keySet()).containsExactlyElementsOf(QuotaLayout.fromValues("/levee/", v).resources().keySet());
     }
 

@@ -2,13 +2,13 @@ package dev.levee.gateway;
 
 import dev.levee.client.ClientDecision;
 import dev.levee.client.LeveeClient;
-import dev.levee.core.S3Operation;
 import dev.levee.core.Ticker;
 import dev.levee.governor.Admission;
 import dev.levee.governor.AdmissionClass;
 import dev.levee.governor.Direction;
 import dev.levee.governor.RefusedException;
 import dev.levee.runtime.LogText;
+import dev.levee.s3.S3Operation;
 import dev.levee.s3.S3Request;
 import io.vertx.core.Context;
 import io.vertx.core.MultiMap;

@@ -2,11 +2,11 @@ package dev.levee.gateway;
 
 import dev.levee.client.LeveeClient;
 import dev.levee.core.ByteUnits;
-import dev.levee.core.S3Operation;
 import dev.levee.core.Ticker;
 import dev.levee.governor.Direction;
 import dev.levee.runtime.Http;
 import dev.levee.runtime.LogText;
+import dev.levee.s3.S3Operation;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;

@@ -1,7 +1,7 @@
 package dev.levee.gateway;
 
-import dev.levee.core.S3Operation;
 import dev.levee.governor.AdmissionClass;
+import dev.levee.s3.S3Operation;
 
 /**
  * Decides which bodies of an S3 operation are charged to the bandwidth governors and which

@@ -2,8 +2,8 @@ package dev.levee.gateway;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.core.S3Operation;
 import dev.levee.governor.AdmissionClass;
+import dev.levee.s3.S3Operation;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 

@@ -6,7 +6,6 @@ import static org.awaitility.Awaitility.await;
 
 import dev.levee.cli.Main;
 import dev.levee.config.QuotaLayout;
-import dev.levee.core.S3Operation;
 import dev.levee.etcd.Etcd;
 import dev.levee.etcd.EtcdQuotaSource;
 import dev.levee.limiter.LimiterService;
@@ -14,6 +13,7 @@ import dev.levee.quota.QuotaConfig;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
+import dev.levee.s3.S3Operation;
 import dev.levee.stack.EmbeddedEtcd;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;

@@ -8,7 +8,7 @@ import dev.levee.client.ClientDecision;
 import dev.levee.client.LeveeClient;
 import dev.levee.config.QuotaConfigLoader;
 import dev.levee.config.StaticQuotaSource;
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import dev.levee.limiter.LimiterService;
 import dev.levee.core.Member;
 import dev.levee.core.MembershipView;

@@ -3,13 +3,13 @@ package dev.levee.limiter;
 import static dev.levee.limiter.LimiterService.WARMUP_RESOURCE;
 
 import dev.levee.config.QuotaSource;
-import dev.levee.core.S3Operation;
 import dev.levee.core.Ticker;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
 import dev.levee.runtime.Http;
 import dev.levee.runtime.Json;
 import dev.levee.runtime.LogText;
+import dev.levee.s3.S3Operation;
 import dev.levee.wire.BinaryChecks;
 import io.netty.buffer.ByteBuf;
 import io.vertx.core.http.HttpHeaders;

@@ -3,9 +3,9 @@ package dev.levee.limiter;
 import dev.levee.core.Gcra;
 import dev.levee.core.GcraLimit;
 import dev.levee.core.GcraTable;
-import dev.levee.core.S3Operation;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
+import dev.levee.s3.S3Operation;
 import dev.levee.wire.BinaryChecks;
 import io.netty.buffer.ByteBuf;
 

@@ -1,8 +1,8 @@
 package dev.levee.limiter;
 
-import dev.levee.core.S3Operation;
 import dev.levee.quota.ResolvedQuota;
 import dev.levee.runtime.LogText;
+import dev.levee.s3.S3Operation;
 import org.apache.logging.log4j.util.Unbox;
 
 /**

@@ -376,7 +376,7 @@ public final class DecisionStats {
         }
 
         private static boolean isOperation(String s) {
-            for (dev.levee.core.S3Operation op : dev.levee.core.S3Operation.values()) {
+            for (dev.levee.s3.S3Operation op : dev.levee.s3.S3Operation.values()) {
                 if (op.name().equals(s)) {
                     return true;
                 }

@@ -1,7 +1,7 @@
 package dev.levee.limiter;
 
 import dev.levee.core.GcraTable;
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import dev.levee.core.Ticker;
 import dev.levee.config.QuotaSource;
 import dev.levee.quota.QuotaConfig;

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.levee.config.QuotaConfigLoader;
 import dev.levee.core.GcraLimit;
 import dev.levee.core.GcraTable;
-import dev.levee.core.S3Operation;
 import dev.levee.quota.QuotaConfig;
+import dev.levee.s3.S3Operation;
 import dev.levee.wire.BinaryChecks;
 import org.junit.jupiter.api.Test;
 

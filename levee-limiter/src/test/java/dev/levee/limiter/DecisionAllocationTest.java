@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.config.QuotaConfigLoader;
 import dev.levee.config.StaticQuotaSource;
-import dev.levee.core.S3Operation;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.LogTarget;
 import dev.levee.runtime.Logging;
+import dev.levee.s3.S3Operation;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;

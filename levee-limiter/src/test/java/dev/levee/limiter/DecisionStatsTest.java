@@ -3,11 +3,11 @@ package dev.levee.limiter;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.levee.core.S3Operation;
 import dev.levee.limiter.DecisionStats.Outcome;
 import dev.levee.limiter.DecisionStats.Row;
 import dev.levee.limiter.DecisionStats.Window;
 import dev.levee.quota.QuotaConfig;
+import dev.levee.s3.S3Operation;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.config.QuotaConfigLoader;
 import dev.levee.config.StaticQuotaSource;
-import dev.levee.core.S3Operation;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.runtime.HostPort;
+import dev.levee.s3.S3Operation;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;

@@ -3,13 +3,13 @@ package dev.levee.limiter;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.levee.config.StaticQuotaSource;
-import dev.levee.core.S3Operation;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaMode;
 import dev.levee.quota.ResourceQuotas;
 import dev.levee.runtime.HostPort;
+import dev.levee.s3.S3Operation;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;

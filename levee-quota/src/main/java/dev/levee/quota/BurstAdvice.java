@@ -1,7 +1,7 @@
 package dev.levee.quota;
 
 import dev.levee.core.GcraLimit;
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import java.math.BigDecimal;
 import java.math.MathContext;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.levee.quota;
 
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import java.util.Objects;
 
 /**

@@ -1,8 +1,8 @@
 package dev.levee.quota;
 
-import static dev.levee.core.S3Operation.ListObjects;
-import static dev.levee.core.S3Operation.PutObject;
 import static dev.levee.quota.QuotaFixtures.q;
+import static dev.levee.s3.S3Operation.ListObjects;
+import static dev.levee.s3.S3Operation.PutObject;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;

@@ -1,9 +1,9 @@
 package dev.levee.quota;
 
-import static dev.levee.core.S3Operation.GetObject;
-import static dev.levee.core.S3Operation.PutObject;
 import static dev.levee.quota.QuotaFixtures.entry;
 import static dev.levee.quota.QuotaFixtures.q;
+import static dev.levee.s3.S3Operation.GetObject;
+import static dev.levee.s3.S3Operation.PutObject;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

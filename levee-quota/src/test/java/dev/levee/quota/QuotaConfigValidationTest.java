@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -1,12 +1,12 @@
 package dev.levee.quota;
 
-import static dev.levee.core.S3Operation.DeleteObject;
-import static dev.levee.core.S3Operation.DeleteObjects;
-import static dev.levee.core.S3Operation.ListObjects;
-import static dev.levee.core.S3Operation.ListObjectsV2;
-import static dev.levee.core.S3Operation.PutObject;
+import static dev.levee.s3.S3Operation.DeleteObject;
+import static dev.levee.s3.S3Operation.DeleteObjects;
+import static dev.levee.s3.S3Operation.ListObjects;
+import static dev.levee.s3.S3Operation.ListObjectsV2;
+import static dev.levee.s3.S3Operation.PutObject;
 
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import java.util.List;
 import java.util.Map;
 

@@ -1,9 +1,9 @@
 package dev.levee.quota;
 
-import static dev.levee.core.S3Operation.GetObject;
-import static dev.levee.core.S3Operation.ListObjects;
-import static dev.levee.core.S3Operation.ListObjectsV2;
-import static dev.levee.core.S3Operation.PutObject;
+import static dev.levee.s3.S3Operation.GetObject;
+import static dev.levee.s3.S3Operation.ListObjects;
+import static dev.levee.s3.S3Operation.ListObjectsV2;
+import static dev.levee.s3.S3Operation.PutObject;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatNullPointerException;
 
@@ -14,7 +14,7 @@ class QuotaResolutionCountersTest {
 
     private static final QuotaConfig A = QuotaFixtures.configA();
 
-    private static String key(String resource, String objectKey, dev.levee.core.S3Operation op) {
+    private static String key(String resource, String objectKey, dev.levee.s3.S3Operation op) {
         return A.resolve(resource, objectKey, op).limitKey();
     }
 

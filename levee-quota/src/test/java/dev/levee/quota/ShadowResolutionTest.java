@@ -1,11 +1,11 @@
 package dev.levee.quota;
 
-import static dev.levee.core.S3Operation.GetObject;
-import static dev.levee.core.S3Operation.ListObjectsV2;
-import static dev.levee.core.S3Operation.PutObject;
+import static dev.levee.s3.S3Operation.GetObject;
+import static dev.levee.s3.S3Operation.ListObjectsV2;
+import static dev.levee.s3.S3Operation.PutObject;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

@@ -1,8 +1,7 @@
 package dev.levee.s3;
 
-import static dev.levee.core.S3Operation.*;
+import static dev.levee.s3.S3Operation.*;
 
-import dev.levee.core.S3Operation;
 
 /**
  * Maps (level, method, sub-resource) to an S3 operation (docs/design.md §3; AWS S3 API reference,

@@ -1,6 +1,5 @@
 package dev.levee.s3;
 
-import dev.levee.core.S3Operation;
 import java.util.Objects;
 
 /**

@@ -2,7 +2,6 @@ package dev.levee.s3;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.core.S3Operation;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import net.jqwik.api.Arbitraries;

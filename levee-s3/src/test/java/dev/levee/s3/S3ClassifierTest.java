@@ -3,7 +3,6 @@ package dev.levee.s3;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.levee.core.S3Operation;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;

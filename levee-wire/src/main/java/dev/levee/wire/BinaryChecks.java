@@ -250,7 +250,7 @@ public final class BinaryChecks {
         /** The key of the check read last. */
         public String key;
         /** Its operation, or null when the name is not an operation Levee knows ({@link #operationName()}). */
-        public dev.levee.core.S3Operation operation;
+        public dev.levee.s3.S3Operation operation;
         /** Its group size as sent (validated by the limiter against the factor). */
         public int g;
         private final Reader r = new Reader();
@@ -380,25 +380,25 @@ public final class BinaryChecks {
     }
 
     /** Operations by the length of their name, for a lookup from bytes without a string. */
-    private static final dev.levee.core.S3Operation[][] OPERATIONS_BY_LENGTH = byLength();
+    private static final dev.levee.s3.S3Operation[][] OPERATIONS_BY_LENGTH = byLength();
 
-    private static dev.levee.core.S3Operation[][] byLength() {
-        dev.levee.core.S3Operation[][] out = new dev.levee.core.S3Operation[MAX_OPERATION_BYTES + 1][];
+    private static dev.levee.s3.S3Operation[][] byLength() {
+        dev.levee.s3.S3Operation[][] out = new dev.levee.s3.S3Operation[MAX_OPERATION_BYTES + 1][];
         for (int n = 0; n <= MAX_OPERATION_BYTES; n++) {
             final int len = n;
-            out[n] = java.util.Arrays.stream(dev.levee.core.S3Operation.values()).filter(o -> o.name().length() == len)
-                    .toArray(dev.levee.core.S3Operation[]::new);
+            out[n] = java.util.Arrays.stream(dev.levee.s3.S3Operation.values()).filter(o -> o.name().length() == len)
+                    .toArray(dev.levee.s3.S3Operation[]::new);
         }
         return out;
     }
 
     /** The operation whose name is the ASCII bytes {@code b[start, start + n)}, or null. */
-    static dev.levee.core.S3Operation operation(ByteBuf b, int start, int n) {
+    static dev.levee.s3.S3Operation operation(ByteBuf b, int start, int n) {
         if (n > MAX_OPERATION_BYTES) {
             return null;
         }
         next:
-        for (dev.levee.core.S3Operation o : OPERATIONS_BY_LENGTH[n]) {
+        for (dev.levee.s3.S3Operation o : OPERATIONS_BY_LENGTH[n]) {
             String name = o.name();
             for (int k = 0; k < n; k++) {
                 if (b.getByte(start + k) != name.charAt(k)) {

@@ -1,4 +1,4 @@
-package dev.levee.core;
+package dev.levee.s3;
 
 import java.util.Map;
 import java.util.Optional;
