@@ -176,7 +176,8 @@ final class DemoCommand implements Callable<Integer> {
             dev.levee.lease.SiteBudget budget = siteBudget == null
                     ? new dev.levee.lease.SiteBudget(siteDownload, 0, 0, 0, java.util.Map.of())
                     : SiteDemo.readBudget(siteBudget);
-            int rc = SiteDemo.run(System.out, gateways, budget, duration);
+            int rc = SiteDemo.run(System.out, gateways, budget, duration, dev.levee.runtime.SystemTicker.INSTANCE,
+                    java.time.Clock.systemUTC());
             Logging.shutdown();
             return rc;
         }

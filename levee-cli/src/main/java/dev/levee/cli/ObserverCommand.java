@@ -88,14 +88,15 @@ final class ObserverCommand implements Callable<Integer> {
             }
             common.apply("levee-observer");
             io.etcd.jetcd.Client client = etcd.client();
-            dev.levee.etcd.EtcdQuotaSource source = RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes);
+            dev.levee.etcd.EtcdQuotaSource source = RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes,
+                    SystemTicker.INSTANCE);
             Vertx vertx = dev.levee.runtime.Http.vertx();
             MeterRegistry registry = Metrics.newRegistry();
             // issue 22: refused values in etcd are reported (log by the source, /health 503, these metrics); the
             // list is served with every valid key, and refused only while no factor is known
             RoleAssembler.registerConfigMetrics(source, registry);
             RoleAssembler.EtcdObserver o = Daemon.await(RoleAssembler.startEtcdObserver(vertx, listen, client, etcd.prefix,
-                    source, registry, statsTimeout, page()), "observer could not start on " + listen);
+                    source, SystemTicker.INSTANCE, registry, statsTimeout, page()), "observer could not start on " + listen);
             ObserverService s = o.service();
             common.announce("levee observer listening on " + listen.host() + ":" + s.port() + " (membership in etcd)"
                     + page(s));

@@ -54,7 +54,7 @@ final class QuotaCommand {
     /** Reads every key under the prefix, in pages at one revision (any number of buckets). */
     static EtcdSnapshot snapshot(Client c, String prefix, int maxValueBytes) throws Exception {
         return EtcdSnapshot.read(c, dev.levee.etcd.Etcd.normalisePrefix(prefix), maxValueBytes,
-                EtcdSnapshot.DEFAULT_PAGE_KEYS, TimeUnit.SECONDS.toMillis(TIMEOUT_S * 6));
+                EtcdSnapshot.DEFAULT_PAGE_KEYS, TimeUnit.SECONDS.toMillis(TIMEOUT_S * 6), dev.levee.runtime.SystemTicker.INSTANCE);
     }
 
     /**

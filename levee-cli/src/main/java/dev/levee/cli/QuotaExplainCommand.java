@@ -417,7 +417,8 @@ final class QuotaExplainCommand implements Callable<Integer> {
     }
 
     private Membership fromEtcd(io.etcd.jetcd.Client client, String prefix, int factor) {
-        try (dev.levee.etcd.EtcdMembership m = dev.levee.etcd.EtcdMembership.start(client, prefix, () -> factor)) {
+        try (dev.levee.etcd.EtcdMembership m = dev.levee.etcd.EtcdMembership.start(client, prefix, () -> factor,
+                dev.levee.runtime.SystemTicker.INSTANCE)) {
             var view = m.view();
             List<LeveeClient.Member> members = new ArrayList<>();
             for (var member : view.limiters()) {

@@ -27,7 +27,8 @@ final class Quotas {
      * @return the source, owned by the caller
      */
     static dev.levee.config.QuotaSource source(io.etcd.jetcd.Client client, EtcdOptions etcd, Path file) {
-        return client != null ? dev.levee.roles.RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes)
+        return client != null ? dev.levee.roles.RoleAssembler.etcdQuotaSource(client, etcd.prefix, etcd.maxValueBytes,
+                dev.levee.runtime.SystemTicker.INSTANCE)
                 : file != null ? dev.levee.config.FileQuotaSource.open(file, 1000)
                 : new dev.levee.config.StaticQuotaSource(embedded());
     }

@@ -2,6 +2,7 @@ package dev.levee.cli;
 
 import com.google.common.util.concurrent.RateLimiter;
 import dev.levee.core.ByteUnits;
+import dev.levee.core.Ticker;
 import dev.levee.etcd.EtcdShareStore;
 import dev.levee.gateway.GatewayOptions;
 import dev.levee.gateway.GatewayService;
@@ -21,6 +22,7 @@ import java.io.InputStream;
 import java.io.PrintStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -69,7 +71,15 @@ final class SiteDemo {
         return b;
     }
 
-    static int run(PrintStream out, int gateways, SiteBudget siteBudget, Duration duration) throws Exception {
+    /**
+     * Runs the demo.
+     *
+     * @param ticker    the monotonic clock of the gateways and of the demo's seconds
+     * @param wallClock the gateways' wall clock
+     * @return the exit status: 1 if the site sent more than its budget allows in a second, else 0
+     */
+    static int run(PrintStream out, int gateways, SiteBudget siteBudget, Duration duration, Ticker ticker,
+                   Clock wallClock) throws Exception {
         long budget = siteBudget.download();
         java.util.List<String> problems = siteBudget.checkGateways("the site budget", gateways);
         if (!problems.isEmpty()) {
@@ -108,8 +118,8 @@ final class SiteDemo {
                 HostPort any = new HostPort("127.0.0.1", 0);
                 GatewayOptions o = GatewayOptions.builder(new HostPort("127.0.0.1", s3.port())).listen(any).admin(any)
                         .enforce(false).governance(gov).healthToken(dev.levee.stack.LocalStack.HEALTH_TOKEN).build();
-                gws.add(Daemon.await(GatewayService.start(vertx, o, null, dev.levee.runtime.SystemTicker.INSTANCE,
-                        java.time.Clock.systemUTC(), Metrics.newRegistry()), "gateway gw-" + i));
+                gws.add(Daemon.await(GatewayService.start(vertx, o, null, ticker, wallClock,
+                        Metrics.newRegistry()), "gateway gw-" + i));
             }
             double[] demand = new double[gateways];
             java.util.concurrent.atomic.AtomicLong[] read = new java.util.concurrent.atomic.AtomicLong[gateways];
@@ -163,14 +173,14 @@ final class SiteDemo {
             int[] belowSeconds = new int[gateways];
             double[] readAll = new double[gateways];
             double[] fairAll = new double[gateways];
-            long start = System.nanoTime();
+            long start = ticker.read();
             long prevAt = start;
             for (long s = 1; s <= seconds; s++) {
                 long wake = start + TimeUnit.SECONDS.toNanos(s);
-                while (System.nanoTime() < wake) {
-                    TimeUnit.NANOSECONDS.sleep(Math.min(50_000_000, wake - System.nanoTime()));
+                while (ticker.read() - wake < 0) {
+                    TimeUnit.NANOSECONDS.sleep(Math.min(50_000_000, wake - ticker.read()));
                 }
-                long at = System.nanoTime();
+                long at = ticker.read();
                 double secs = (at - prevAt) / 1e9; // the real length of this second: the host may have paused us
                 prevAt = at;
                 StringBuilder row = new StringBuilder(String.format(Locale.ROOT, "%4d ", s));

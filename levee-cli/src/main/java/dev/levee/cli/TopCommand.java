@@ -3,6 +3,7 @@ package dev.levee.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Json;
+import dev.levee.runtime.SystemTicker;
 import java.io.PrintStream;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -82,7 +83,7 @@ final class TopCommand implements Callable<Integer> {
         Keys keys = Keys.start(() -> main.interrupt());
         try {
             while (!Thread.currentThread().isInterrupted()) {
-                long start = System.nanoTime();
+                long start = SystemTicker.INSTANCE.read();
                 String screen;
                 try {
                     screen = render(fetch(http, uri), uri, sort, window.toSeconds(), rows);
@@ -91,7 +92,7 @@ final class TopCommand implements Callable<Integer> {
                 }
                 out.print(CLEAR + screen + "\n" + footer() + "\n");
                 out.flush();
-                long left = interval.toNanos() - (System.nanoTime() - start);
+                long left = interval.toNanos() - (SystemTicker.INSTANCE.read() - start);
                 if (left > 0) {
                     Thread.sleep(left / 1_000_000, (int) (left % 1_000_000));
                 }

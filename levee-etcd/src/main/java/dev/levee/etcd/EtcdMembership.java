@@ -3,6 +3,7 @@ package dev.levee.etcd;
 import dev.levee.core.Member;
 import dev.levee.core.MembershipSource;
 import dev.levee.core.MembershipView;
+import dev.levee.core.Ticker;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Watch;
@@ -36,16 +37,18 @@ public final class EtcdMembership implements MembershipSource, AutoCloseable {
     private final Client client;
     private final String prefix;
     private final IntSupplier factor;
+    private final Ticker ticker;
     private final ScheduledExecutorService timer;
     private final Map<String, String> members = new TreeMap<>();
     private volatile long revision;
     private volatile boolean closed;
     private Watch.Watcher watcher;
 
-    private EtcdMembership(Client client, String prefix, IntSupplier factor) {
+    private EtcdMembership(Client client, String prefix, IntSupplier factor, Ticker ticker) {
         this.client = client;
         this.prefix = Etcd.normalisePrefix(prefix) + "limiters/";
         this.factor = factor;
+        this.ticker = ticker;
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "levee-etcd-membership");
             t.setDaemon(true);
@@ -57,11 +60,12 @@ public final class EtcdMembership implements MembershipSource, AutoCloseable {
      * Loads the members and starts watching.
      *
      * @param factor supplies the current group factor DF
+     * @param ticker the monotonic clock of the snapshot reads' 10 s deadline ({@code SystemTicker} in production)
      * @return the running membership
      * @throws IllegalStateException when etcd cannot be reached within 10 s
      */
-    public static EtcdMembership start(Client client, String prefix, IntSupplier factor) {
-        EtcdMembership m = new EtcdMembership(client, prefix, factor);
+    public static EtcdMembership start(Client client, String prefix, IntSupplier factor, Ticker ticker) {
+        EtcdMembership m = new EtcdMembership(client, prefix, factor, ticker);
         if (!m.load()) {
             m.timer.shutdownNow();
             throw new IllegalStateException("etcd unreachable: cannot read " + m.prefix);
@@ -72,7 +76,7 @@ public final class EtcdMembership implements MembershipSource, AutoCloseable {
     private boolean load() {
         try {
             EtcdSnapshot r = EtcdSnapshot.read(client, prefix, Etcd.DEFAULT_MAX_VALUE_BYTES, EtcdSnapshot.DEFAULT_PAGE_KEYS,
-                    10_000);
+                    10_000, ticker);
             synchronized (this) {
                 members.clear();
                 r.values().forEach(this::put);

@@ -2,6 +2,7 @@ package dev.levee.etcd;
 
 import dev.levee.config.QuotaLayout;
 import dev.levee.config.AbstractQuotaSource;
+import dev.levee.core.Ticker;
 import dev.levee.quota.ConfigProblem;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.QuotaConfigException;
@@ -72,6 +73,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
     private final String prefix;
     private final int maxValueBytes;
     private final long timeoutMs;
+    private final Ticker ticker;
     private final ScheduledExecutorService timer;
     private final Map<String, String> raw = new TreeMap<>();
     private final Map<String, ConfigProblem> oversized = new TreeMap<>(); // relative key → why it is refused
@@ -96,13 +98,14 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
     private Watch.Watcher watcher;
 
     private EtcdQuotaSource(Client client, String prefix, QuotaConfig initial, long revision, int maxValueBytes,
-            long timeoutMs, QuotaLayout.ParseCache parseCache) {
+            long timeoutMs, Ticker ticker, QuotaLayout.ParseCache parseCache) {
         super(initial, revision);
         this.parseCache = parseCache;
         this.client = client;
         this.prefix = Etcd.normalisePrefix(prefix);
         this.maxValueBytes = maxValueBytes;
         this.timeoutMs = timeoutMs;
+        this.ticker = ticker;
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "levee-etcd-quotas");
             t.setDaemon(true);
@@ -114,10 +117,10 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
      * Loads the snapshot and starts watching, with the default value limit
      * ({@link Etcd#DEFAULT_MAX_VALUE_BYTES}).
      *
-     * @see #start(Client, String, long, long, int)
+     * @see #start(Client, String, long, long, int, Ticker)
      */
-    public static EtcdQuotaSource start(Client client, String prefix, long probeMillis, long timeoutMs) {
-        return start(client, prefix, probeMillis, timeoutMs, Etcd.DEFAULT_MAX_VALUE_BYTES);
+    public static EtcdQuotaSource start(Client client, String prefix, long probeMillis, long timeoutMs, Ticker ticker) {
+        return start(client, prefix, probeMillis, timeoutMs, Etcd.DEFAULT_MAX_VALUE_BYTES, ticker);
     }
 
     /**
@@ -128,20 +131,23 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
      * @param probeMillis   readiness probe interval, ≥ 100 ms
      * @param timeoutMs     how long the first load may take (also bounds later snapshot reloads, at least 10 s)
      * @param maxValueBytes largest value accepted, in bytes (default {@link Etcd#DEFAULT_MAX_VALUE_BYTES})
+     * @param ticker        the monotonic clock of the load's deadline and of the times logged
+     *                      ({@code SystemTicker} in production)
      * @return the running source, also when values are refused (see "Invalid values" above)
      * @throws IllegalStateException when etcd cannot be read within {@code timeoutMs}, or an import is
      *                               still in progress when it ends
      */
-    public static EtcdQuotaSource start(Client client, String prefix, long probeMillis, long timeoutMs, int maxValueBytes) {
+    public static EtcdQuotaSource start(Client client, String prefix, long probeMillis, long timeoutMs, int maxValueBytes,
+                                        Ticker ticker) {
         String p = Etcd.normalisePrefix(prefix);
-        long startNs = System.nanoTime();
+        long startNs = ticker.read();
         long deadline = startNs + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         EtcdSnapshot snapshot;
         boolean waited = false;
         while (true) {
             try {
-                long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()));
-                snapshot = EtcdSnapshot.read(client, p, maxValueBytes, EtcdSnapshot.DEFAULT_PAGE_KEYS, left);
+                long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - ticker.read()));
+                snapshot = EtcdSnapshot.read(client, p, maxValueBytes, EtcdSnapshot.DEFAULT_PAGE_KEYS, left, ticker);
             } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
                 throw new IllegalStateException("etcd unreachable: " + (e.getCause() == null ? e : e.getCause()).toString());
             } catch (InterruptedException e) {
@@ -155,7 +161,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
                 LOG.info("an import is in progress ({}{}): waiting for it to end", p, QuotaLayout.IMPORT);
                 waited = true;
             }
-            if (System.nanoTime() - deadline > 0) {
+            if (ticker.read() - deadline > 0) {
                 throw new IllegalStateException("an import into etcd is in progress (" + p + QuotaLayout.IMPORT
                         + " exists) for longer than " + timeoutMs + " ms; not starting on a half-imported configuration");
             }
@@ -166,7 +172,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
                 throw new IllegalStateException("interrupted while waiting for an import to end");
             }
         }
-        long readNs = System.nanoTime();
+        long readNs = ticker.read();
         long rev = snapshot.revision();
         EtcdQuotaSource s;
         Map<String, String> values = new TreeMap<>();
@@ -176,7 +182,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
         // an invalid value does not stop the start (issue 22): it is reported by key and the rest applies
         Built built = build(p, values, big, null, cache);
         QuotaConfig initial = built.config() != null ? built.config() : placeholder(values);
-        s = new EtcdQuotaSource(client, p, initial, rev, maxValueBytes, timeoutMs, cache);
+        s = new EtcdQuotaSource(client, p, initial, rev, maxValueBytes, timeoutMs, ticker, cache);
         synchronized (s) {
             s.raw.putAll(values);
             s.oversized.putAll(big);
@@ -189,7 +195,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
         } else {
             s.usable = false;
         }
-        long builtNs = System.nanoTime();
+        long builtNs = ticker.read();
         LOG.info("quotas loaded from etcd prefix {} at revision {}: {} keys read in {} ms, validated in {} ms{}", p, rev,
                 values.size(), TimeUnit.NANOSECONDS.toMillis(readNs - startNs), TimeUnit.NANOSECONDS.toMillis(builtNs - readNs),
                 built.invalid().isEmpty() ? "" : "; " + built.invalid().size() + " key(s) refused: " + String.join(", ",
@@ -438,7 +444,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
             values = new TreeMap<>(raw);
             big = new TreeMap<>(oversized);
         }
-        long t0 = System.nanoTime();
+        long t0 = ticker.read();
         Built built = build(prefix, values, big, lastGood, parseCache);
         report(built, rev);
         QuotaConfig next = built.config();
@@ -459,7 +465,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
             usable = true;
         }
         LOG.info("quotas updated from etcd at revision {} ({} keys validated in {} ms){}", rev, values.size(),
-                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0), wasUsable ? ""
+                TimeUnit.NANOSECONDS.toMillis(ticker.read() - t0), wasUsable ? ""
                         : ": a configuration is in force again");
         notifyListeners(next);
     }
@@ -488,7 +494,7 @@ public final class EtcdQuotaSource extends AbstractQuotaSource {
     private void reload() {
         try {
             EtcdSnapshot snapshot = EtcdSnapshot.read(client, prefix, maxValueBytes, EtcdSnapshot.DEFAULT_PAGE_KEYS,
-                    Math.max(10_000, timeoutMs));
+                    Math.max(10_000, timeoutMs), ticker);
             long rev = snapshot.revision();
             synchronized (this) {
                 raw.clear();

@@ -1,5 +1,6 @@
 package dev.levee.etcd;
 
+import dev.levee.core.Ticker;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
@@ -45,18 +46,19 @@ public record EtcdSnapshot(long revision, Map<String, String> values, Map<String
      * @param maxValueBytes values larger than this, in bytes, are listed as oversized and not kept
      * @param pageKeys      keys per page, ≥ 1 (default {@value #DEFAULT_PAGE_KEYS})
      * @param timeoutMs     time allowed for the whole read, in milliseconds
+     * @param ticker        the monotonic clock the time allowed is measured on ({@code SystemTicker} in production)
      * @return the snapshot
      * @throws ExecutionException   when etcd answers a page with an error (other than a message that
      *                              is too large, or a compaction)
      * @throws TimeoutException     when the whole read takes longer than {@code timeoutMs}
      * @throws InterruptedException when interrupted
      */
-    public static EtcdSnapshot read(Client client, String prefix, int maxValueBytes, int pageKeys, long timeoutMs)
-            throws ExecutionException, TimeoutException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    public static EtcdSnapshot read(Client client, String prefix, int maxValueBytes, int pageKeys, long timeoutMs,
+                                    Ticker ticker) throws ExecutionException, TimeoutException, InterruptedException {
+        long deadline = ticker.read() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         for (int attempt = 1; ; attempt++) {
             try {
-                return readOnce(client, prefix, maxValueBytes, Math.max(1, pageKeys), deadline);
+                return readOnce(client, prefix, maxValueBytes, Math.max(1, pageKeys), deadline, ticker);
             } catch (ExecutionException e) {
                 boolean compacted = e.getCause() instanceof CompactedException
                         || String.valueOf(e.getCause() == null ? null : e.getCause().getMessage()).contains("compacted");
@@ -68,8 +70,8 @@ public record EtcdSnapshot(long revision, Map<String, String> values, Map<String
         }
     }
 
-    private static EtcdSnapshot readOnce(Client client, String prefix, int maxValueBytes, int pageKeys, long deadline)
-            throws ExecutionException, TimeoutException, InterruptedException {
+    private static EtcdSnapshot readOnce(Client client, String prefix, int maxValueBytes, int pageKeys, long deadline,
+                                         Ticker ticker) throws ExecutionException, TimeoutException, InterruptedException {
         ByteSequence end = rangeEnd(Etcd.bytes(prefix));
         ByteSequence from = Etcd.bytes(prefix);
         Map<String, String> values = new TreeMap<>();
@@ -81,7 +83,7 @@ public record EtcdSnapshot(long revision, Map<String, String> values, Map<String
             GetOption opt = GetOption.builder().withRange(end).withLimit(limit).withRevision(revision).build();
             GetResponse page;
             try {
-                page = client.getKVClient().get(from, opt).get(remaining(deadline), TimeUnit.NANOSECONDS);
+                page = client.getKVClient().get(from, opt).get(remaining(deadline, ticker), TimeUnit.NANOSECONDS);
             } catch (ExecutionException e) {
                 if (!Etcd.messageTooLarge(e)) {
                     throw e;
@@ -92,7 +94,7 @@ public record EtcdSnapshot(long revision, Map<String, String> values, Map<String
                 }
                 // one value alone exceeds the inbound limit: name it (keys only) and step over it
                 GetResponse key = client.getKVClient().get(from, GetOption.builder().withRange(end).withLimit(1)
-                        .withRevision(revision).withKeysOnly(true).build()).get(remaining(deadline), TimeUnit.NANOSECONDS);
+                        .withRevision(revision).withKeysOnly(true).build()).get(remaining(deadline, ticker), TimeUnit.NANOSECONDS);
                 if (revision == 0) {
                     revision = key.getHeader().getRevision();
                 }
@@ -128,8 +130,8 @@ public record EtcdSnapshot(long revision, Map<String, String> values, Map<String
                 Collections.unmodifiableSet(tooLarge));
     }
 
-    private static long remaining(long deadline) throws TimeoutException {
-        long left = deadline - System.nanoTime();
+    private static long remaining(long deadline, Ticker ticker) throws TimeoutException {
+        long left = deadline - ticker.read();
         if (left <= 0) {
             throw new TimeoutException("etcd snapshot read took too long");
         }

@@ -94,7 +94,7 @@ class EtcdIT {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file("factor: 1\ndefault: {rate: 1000, burst: 100}\n").toString(),
                 "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE)) {
             LimiterService l = limiter("hot-1", source);
             assertThat(l.decide(source.current(), "hot", "k", S3Operation.GetObject, 1).level()).isEqualTo("default");
             Path bucket = file("quota: {rate: 7, burst: 3}\n");
@@ -127,7 +127,7 @@ class EtcdIT {
                 resources:
                   good: {quota: {rate: 5, burst: 1}}
                 """).toString(), "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE)) {
             var registry = Metrics.newRegistry();
             LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("bad-1",
                     new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1000), source, SystemTicker.INSTANCE,
@@ -170,7 +170,7 @@ class EtcdIT {
                   trial: {quota: {rate: 1, burst: 1}}
                   kept: {quota: {rate: 1, burst: 1, mode: enforce}}
                 """).toString(), "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE)) {
             LimiterService l = limiter("mode-1", source);
             assertThat(l.decide(source.current(), "trial", "k", S3Operation.GetObject, 1).result()).isEqualTo("accepted");
             assertThat(l.decide(source.current(), "trial", "k", S3Operation.GetObject, 1).result()).isEqualTo("rejected");
@@ -207,7 +207,7 @@ class EtcdIT {
                 resources:
                   a: {quota: {rate: 1, burst: 1}}
                 """).toString(), "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE)) {
             LimiterService l = limiter("down-1", source);
             var http = java.net.http.HttpClient.newHttpClient();
             var health = java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + l.address() + "/health")).build();
@@ -251,7 +251,7 @@ class EtcdIT {
                 resources:
                   drain: {quota: {rate: 1.6666666666666667, burst: 100}}
                 """).toString(), "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE)) {
             LimiterService l = limiter("drain-1", source);
             int admitted = 0;
             while (l.decide(source.current(), "drain", "k", S3Operation.GetObject, 1).result().equals("accepted")) {
@@ -281,8 +281,9 @@ class EtcdIT {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file("factor: 4\ndefault: {rate: 100, burst: 10}\n").toString(),
                 "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000);
-             EtcdMembership membership = EtcdMembership.start(IT.client(), prefix, () -> source.current().factor())) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE);
+             EtcdMembership membership = EtcdMembership.start(IT.client(), prefix, () -> source.current().factor(),
+                     SystemTicker.INSTANCE)) {
             List<EtcdRegistration> regs = new ArrayList<>();
             for (int i = 1; i <= 5; i++) {
                 regs.add(EtcdRegistration.start(IT.client(), prefix, "f-" + i, "127.0.0.1:" + (20000 + i), 5));
@@ -338,8 +339,9 @@ class EtcdIT {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file("factor: 2\ndefault: {rate: 100, burst: 10}\n").toString(),
                 "--etcd-prefix", prefix)).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000);
-             EtcdMembership membership = EtcdMembership.start(IT.client(), prefix, () -> source.current().factor())) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE);
+             EtcdMembership membership = EtcdMembership.start(IT.client(), prefix, () -> source.current().factor(),
+                     SystemTicker.INSTANCE)) {
             List<EtcdRegistration> regs = new ArrayList<>();
             for (int i = 1; i <= 2; i++) {
                 regs.add(EtcdRegistration.start(IT.client(), prefix, "k-" + i, "127.0.0.1:" + (21000 + i), 5));

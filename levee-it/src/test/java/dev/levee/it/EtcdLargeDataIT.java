@@ -141,7 +141,7 @@ class EtcdLargeDataIT {
         double loadS = (System.nanoTime() - t0) / 1e9;
         long heapBefore = heapUsedAfterGc();
         long t1 = System.nanoTime();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 60_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 60_000, SystemTicker.INSTANCE)) {
             double startS = (System.nanoTime() - t1) / 1e9;
             long heapAfter = heapUsedAfterGc();
             assertThat(source.ready()).isTrue();
@@ -185,7 +185,7 @@ class EtcdLargeDataIT {
             c.getKVClient().put(bytes(prefix + "quotas/default"), bytes("{rate: 1000, burst: 100}")).get(10, TimeUnit.SECONDS);
             c.getKVClient().put(bytes(prefix + "resources/good"), bytes("quota: {rate: 5, burst: 1}")).get(10, TimeUnit.SECONDS);
             String huge = "quota: {rate: 1, burst: 1}\n#" + "x".repeat(5 << 20) + "\n";
-            try (EtcdQuotaSource source = EtcdQuotaSource.start(c, prefix, 200, 10_000)) {
+            try (EtcdQuotaSource source = EtcdQuotaSource.start(c, prefix, 200, 10_000, SystemTicker.INSTANCE)) {
                 var registry = Metrics.newRegistry();
                 LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("big-1",
                         new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 1000), source,
@@ -232,7 +232,7 @@ class EtcdLargeDataIT {
     void quotaImportOfFifteenHundredBucketsSucceedsOnADefaultEtcdAndReadersSeeOnlyWholeImports() throws Exception {
         String prefix = newPrefix();
         assertThat(cli("quota", "import", file(singleFile(1500, 1, 0)).toString(), "--etcd-prefix", prefix).status()).isZero();
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE)) {
             assertThat(source.current().resources()).hasSize(1500);
             List<QuotaConfig> seen = new CopyOnWriteArrayList<>();
             source.onChange(seen::add);
@@ -268,7 +268,7 @@ class EtcdLargeDataIT {
         IT.client().getKVClient().put(bytes(prefix + "quotas/default"), bytes("{rate: 1000, burst: 100}")).get(10, TimeUnit.SECONDS);
         // a client that accepts 256 KiB messages, and a 300 KiB value: the watch response cannot be received
         try (Client small = Etcd.client(List.of(IT.etcd().endpoint()), 256 << 10);
-             EtcdQuotaSource source = EtcdQuotaSource.start(small, prefix, 200, 10_000, 1 << 20)) {
+             EtcdQuotaSource source = EtcdQuotaSource.start(small, prefix, 200, 10_000, 1 << 20, SystemTicker.INSTANCE)) {
             String wide = "quota: {rate: 1, burst: 1}\n#" + "y".repeat(300 << 10) + "\n";
             IT.client().getKVClient().put(bytes(prefix + "resources/wide"), bytes(wide)).get(10, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(10)).until(() -> source.rejectedUpdates() == 1);
@@ -294,7 +294,7 @@ class EtcdLargeDataIT {
     void updatesWrittenWhileTheImportMarkerExistsApplyTogetherWhenItGoes() throws Exception {
         String prefix = newPrefix();
         IT.client().getKVClient().put(bytes(prefix + "quotas/default"), bytes("{rate: 1000, burst: 100}")).get(10, TimeUnit.SECONDS);
-        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000)) {
+        try (EtcdQuotaSource source = EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE)) {
             List<QuotaConfig> seen = new CopyOnWriteArrayList<>();
             source.onChange(seen::add);
             IT.client().getKVClient().put(bytes(prefix + QuotaLayout.IMPORT), bytes("{\"id\": \"test\"}")).get(10, TimeUnit.SECONDS);
@@ -304,7 +304,7 @@ class EtcdLargeDataIT {
             }
             // a source starting now waits for the import to end instead of starting on half of it
             CompletableFuture<EtcdQuotaSource> late = CompletableFuture.supplyAsync(
-                    () -> EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000));
+                    () -> EtcdQuotaSource.start(IT.client(), prefix, 200, 10_000, SystemTicker.INSTANCE));
             // the marker is etcd's state: nothing applies while it exists (bounded look, not a sleep for sync)
             await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(2)).until(() -> seen.isEmpty() && !late.isDone());
             IT.client().getKVClient().delete(bytes(prefix + QuotaLayout.IMPORT)).get(10, TimeUnit.SECONDS);

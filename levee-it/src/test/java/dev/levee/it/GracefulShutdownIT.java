@@ -144,7 +144,7 @@ class GracefulShutdownIT {
             try (dev.levee.etcd.EtcdRegistration reg = dev.levee.etcd.EtcdRegistration.start(etcdClient, prefix, "stays",
                     stays.address().toString(), 5);
                  dev.levee.etcd.EtcdMembership membership = dev.levee.etcd.EtcdMembership.start(etcdClient, prefix,
-                         () -> 2)) {
+                         () -> 2, SystemTicker.INSTANCE)) {
                 ObserverService observer = done(ObserverService.start(IT.vertx(), new HostPort("127.0.0.1", 0), membership,
                         () -> true, Metrics.newRegistry()));
                 var registry = Metrics.newRegistry();

@@ -130,7 +130,7 @@ class MembershipGapIT {
             String prefix = "/levee-gap/";
             List<LimiterService> limiters = new ArrayList<>();
             List<EtcdRegistration> regs = new ArrayList<>();
-            try (EtcdMembership membership = EtcdMembership.start(etcdClient, prefix, () -> 2)) {
+            try (EtcdMembership membership = EtcdMembership.start(etcdClient, prefix, () -> 2, SystemTicker.INSTANCE)) {
                 for (int i = 1; i <= 3; i++) {
                     LimiterService l = done(LimiterService.start(IT.vertx(), new LimiterService.Options("lease-" + i,
                             new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000), QUOTAS,

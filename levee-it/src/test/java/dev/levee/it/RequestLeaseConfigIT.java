@@ -107,7 +107,8 @@ class RequestLeaseConfigIT {
         String p = prefix();
         put(p + "/quotas/default", "{rate: 1000, burst: 100}");
         put(p + "/lease", "maybe");
-        try (EtcdQuotaSource source = RoleAssembler.etcdQuotaSource(IT.client(), p, 64 * 1024)) {
+        try (EtcdQuotaSource source = RoleAssembler.etcdQuotaSource(IT.client(), p, 64 * 1024,
+                dev.levee.runtime.SystemTicker.INSTANCE)) {
             assertThat(source.usable()).as("not a key every decision needs").isTrue();
             assertThat(source.invalidKeys()).containsOnlyKeys(p + "/lease");
             assertThat(source.invalidKeys().get(p + "/lease")).contains("expected true or false").contains("'maybe'");

@@ -49,11 +49,12 @@ public final class RoleAssembler {
      * @param client        the etcd client (owned by the caller)
      * @param prefix        key prefix, e.g. {@code /levee}
      * @param maxValueBytes largest value accepted, in bytes (CLI {@code --etcd-max-value-size}, default 64 KiB)
+     * @param ticker        the monotonic clock of its reads' deadlines
      * @return the running source
      * @throws IllegalStateException when etcd does not answer within {@value #ETCD_FIRST_LOAD_MILLIS} ms
      */
-    public static EtcdQuotaSource etcdQuotaSource(Client client, String prefix, int maxValueBytes) {
-        return EtcdQuotaSource.start(client, prefix, ETCD_PROBE_MILLIS, ETCD_FIRST_LOAD_MILLIS, maxValueBytes);
+    public static EtcdQuotaSource etcdQuotaSource(Client client, String prefix, int maxValueBytes, Ticker ticker) {
+        return EtcdQuotaSource.start(client, prefix, ETCD_PROBE_MILLIS, ETCD_FIRST_LOAD_MILLIS, maxValueBytes, ticker);
     }
 
     /**
@@ -168,15 +169,16 @@ public final class RoleAssembler {
      * @param client       the etcd client (owned by the caller)
      * @param prefix       key prefix
      * @param source       the quota source (owned by the caller)
+     * @param ticker       the monotonic clock of the membership's reads
      * @param registry     its meters
      * @param statsTimeout {@code GET /v1/stats}: longest wait for each limiter's statistics
      * @param page         the live page to serve at {@code /ui/}, or null
      * @return completes with the running observer once it listens
      */
     public static Future<EtcdObserver> startEtcdObserver(Vertx vertx, HostPort listen, Client client, String prefix,
-                                                         EtcdQuotaSource source, MeterRegistry registry,
+                                                         EtcdQuotaSource source, Ticker ticker, MeterRegistry registry,
                                                          Duration statsTimeout, StatsPage page) {
-        EtcdMembership membership = EtcdMembership.start(client, prefix, () -> source.current().factor());
+        EtcdMembership membership = EtcdMembership.start(client, prefix, () -> source.current().factor(), ticker);
         ObserverService.ConfigStatus config = new ObserverService.ConfigStatus(
                 () -> source.invalidKeys().isEmpty() ? null : "invalid configuration values in etcd, serving with the"
                         + " rest: " + source.lastRejection(),

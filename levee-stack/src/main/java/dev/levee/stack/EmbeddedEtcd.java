@@ -1,5 +1,6 @@
 package dev.levee.stack;
 
+import dev.levee.runtime.SystemTicker;
 import java.io.IOException;
 import java.net.HttpURLConnection;
 import java.net.ServerSocket;
@@ -97,9 +98,9 @@ public final class EmbeddedEtcd implements AutoCloseable {
         } catch (IOException ex) {
             throw new IllegalStateException("cannot start etcd: " + ex.getMessage(), ex);
         }
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        long deadline = SystemTicker.INSTANCE.read() + TimeUnit.SECONDS.toNanos(20);
         while (!healthy()) {
-            if (!process.isAlive() || System.nanoTime() - deadline > 0) {
+            if (!process.isAlive() || SystemTicker.INSTANCE.read() - deadline > 0) {
                 throw new IllegalStateException("etcd did not become healthy; see " + logFile);
             }
             try {

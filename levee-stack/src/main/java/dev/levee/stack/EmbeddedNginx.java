@@ -2,6 +2,7 @@ package dev.levee.stack;
 
 import dev.levee.nginx.NginxConfig;
 import dev.levee.runtime.HostPort;
+import dev.levee.runtime.SystemTicker;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -223,8 +224,8 @@ public final class EmbeddedNginx implements AutoCloseable {
     }
 
     private static boolean awaitListening(Process p, int port, Path dir) {
-        long deadline = System.nanoTime() + START_TIMEOUT_NS;
-        while (System.nanoTime() - deadline < 0) {
+        long deadline = SystemTicker.INSTANCE.read() + START_TIMEOUT_NS;
+        while (SystemTicker.INSTANCE.read() - deadline < 0) {
             if (!p.isAlive()) {
                 return false;
             }

@@ -1,7 +1,9 @@
 package dev.levee.stack;
 
+import dev.levee.runtime.SystemTicker;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.util.concurrent.TimeUnit;
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
 import org.jclouds.ContextBuilder;
@@ -135,8 +137,8 @@ public final class EmbeddedS3 implements AutoCloseable {
         }
         try {
             p.start();
-            long deadline = System.currentTimeMillis() + 10_000;
-            while (!"STARTED".equals(p.getState()) && System.currentTimeMillis() < deadline) {
+            long deadline = SystemTicker.INSTANCE.read() + TimeUnit.SECONDS.toNanos(10);
+            while (!"STARTED".equals(p.getState()) && SystemTicker.INSTANCE.read() - deadline < 0) {
                 Thread.sleep(10); // S3Proxy offers no start callback; bounded by the deadline
             }
         } catch (Exception e) {

@@ -140,11 +140,11 @@ public final class LocalStack implements AutoCloseable {
                                            MeterRegistry registry) {
         io.etcd.jetcd.Client etcd = dev.levee.etcd.Etcd.client(endpoints);
         dev.levee.etcd.EtcdQuotaSource source = RoleAssembler.etcdQuotaSource(etcd, prefix,
-                dev.levee.etcd.Etcd.DEFAULT_MAX_VALUE_BYTES);
+                dev.levee.etcd.Etcd.DEFAULT_MAX_VALUE_BYTES, SystemTicker.INSTANCE);
         Vertx vertx = dev.levee.runtime.Http.vertx();
         HostPort any = new HostPort("127.0.0.1", 0);
         RoleAssembler.EtcdObserver membership = await(RoleAssembler.startEtcdObserver(vertx, any, etcd, prefix, source,
-                registry, dev.levee.observer.StatsAggregator.DEFAULT_TIMEOUT,
+                SystemTicker.INSTANCE, registry, dev.levee.observer.StatsAggregator.DEFAULT_TIMEOUT,
                 settings.ui() ? dev.levee.observer.StatsPage.load() : null));
         ObserverService observer = membership.service();
         List<LimiterService> limiters = new ArrayList<>();
@@ -166,9 +166,9 @@ public final class LocalStack implements AutoCloseable {
     }
 
     private void waitForLimiters(int n) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long deadline = SystemTicker.INSTANCE.read() + TimeUnit.SECONDS.toNanos(30);
         while (client.view().limiters().size() < n) {
-            if (System.nanoTime() - deadline > 0) {
+            if (SystemTicker.INSTANCE.read() - deadline > 0) {
                 close();
                 throw new IllegalStateException("limiters did not register within 30 s");
             }
