@@ -1,5 +1,6 @@
 package dev.levee.cli;
 
+import dev.levee.cli.bench.Pacer;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClientAgent;
 import io.vertx.core.http.HttpClientOptions;

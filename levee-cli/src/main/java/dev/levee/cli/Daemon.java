@@ -52,15 +52,9 @@ final class Daemon {
 
     static <T> T await(Future<T> f, String what) {
         try {
-            return f.toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException e) {
-            Throwable c = e.getCause();
-            throw new StartupException(what + ": " + (c.getMessage() == null ? c.toString() : c.getMessage()));
-        } catch (java.util.concurrent.TimeoutException e) {
-            throw new StartupException(what + ": timed out");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new StartupException(what + ": interrupted");
+            return dev.levee.runtime.Http.await(f, what);
+        } catch (IllegalStateException e) {
+            throw new StartupException(e.getMessage());
         }
     }
 

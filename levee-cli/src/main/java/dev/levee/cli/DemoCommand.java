@@ -149,6 +149,26 @@ final class DemoCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * Reads a site budget file for the site demo ({@code --site-budget}).
+     *
+     * @throws IllegalArgumentException naming the file and field, or when it gives no download budget
+     */
+    private static dev.levee.lease.SiteBudget readSiteBudget(java.nio.file.Path file) {
+        String text;
+        try {
+            text = java.nio.file.Files.readString(file);
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("--site-budget: " + Main.unreadable(file, e));
+        }
+        dev.levee.lease.SiteBudget b = dev.levee.lease.SiteBudget.parse(file.toString(), text);
+        if (b.download() == 0) {
+            throw new IllegalArgumentException("--site-budget " + file + ": the demo shares a download budget; field"
+                    + " 'download' is 0 or absent");
+        }
+        return b;
+    }
+
     @Override
     public Integer call() throws Exception {
         if (!(loadFactor > 0) || loadFactor > 100) {
@@ -175,8 +195,8 @@ final class DemoCommand implements Callable<Integer> {
             Logging.configure(logTarget, "levee-demo", "INFO");
             dev.levee.lease.SiteBudget budget = siteBudget == null
                     ? new dev.levee.lease.SiteBudget(siteDownload, 0, 0, 0, java.util.Map.of())
-                    : SiteDemo.readBudget(siteBudget);
-            int rc = SiteDemo.run(System.out, gateways, budget, duration, dev.levee.runtime.SystemTicker.INSTANCE,
+                    : readSiteBudget(siteBudget);
+            int rc = dev.levee.stack.SiteDemo.run(System.out, gateways, budget, duration, dev.levee.runtime.SystemTicker.INSTANCE,
                     java.time.Clock.systemUTC());
             Logging.shutdown();
             return rc;

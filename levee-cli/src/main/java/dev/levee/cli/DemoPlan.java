@@ -1,6 +1,7 @@
 package dev.levee.cli;
 
 import dev.levee.core.GcraLimit;
+import dev.levee.lease.MaxMinFair;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;
@@ -8,8 +9,6 @@ import dev.levee.quota.QuotaLevel;
 import dev.levee.quota.ResourceQuotas;
 import dev.levee.s3.S3Operation;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -33,27 +32,6 @@ final class DemoPlan {
 
     /** Where a stream's quota is in the configuration, to put its scaled copy there. */
     record Entry(QuotaLevel level, String bucket, int prefix, S3Operation op) {
-    }
-
-    /**
-     * The max-min fair division of {@code cap} among demands (progressive filling).
-     *
-     * @param wants the demands, each ≥ 0
-     * @param cap   what there is to divide, &gt; 0
-     * @return each demand's part: its demand when the demands fit, else at most an equal part of what is left
-     */
-    static double[] fairShares(double[] wants, double cap) {
-        Integer[] order = new Integer[wants.length];
-        Arrays.setAll(order, i -> i);
-        Arrays.sort(order, Comparator.comparingDouble(i -> wants[i]));
-        double[] out = new double[wants.length];
-        double left = cap;
-        for (int k = 0; k < order.length; k++) {
-            int i = order[k];
-            out[i] = Math.min(wants[i], left / (order.length - k));
-            left -= out[i];
-        }
-        return out;
     }
 
     /**
@@ -88,7 +66,7 @@ final class DemoPlan {
      */
     static List<DemoCommand.Stream> fit(List<DemoCommand.Stream> streams, double maxRate, double loadFactor, int g) {
         double[] wants = streams.stream().mapToDouble(DemoCommand.Stream::offered).toArray();
-        double[] parts = fairShares(wants, maxRate);
+        double[] parts = MaxMinFair.fairShares(wants, maxRate);
         List<DemoCommand.Stream> out = new ArrayList<>();
         for (int i = 0; i < streams.size(); i++) {
             DemoCommand.Stream s = streams.get(i);

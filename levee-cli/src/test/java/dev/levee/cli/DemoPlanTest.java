@@ -20,13 +20,6 @@ class DemoPlanTest {
     static final Path EXAMPLE = Path.of("..", "examples", "quotas.yaml");
 
     @Test
-    void theMaxRateIsDividedMaxMinFairly() {
-        assertThat(DemoPlan.fairShares(new double[] {10, 100, 100}, 110)).containsExactly(10, 50, 50);
-        assertThat(DemoPlan.fairShares(new double[] {100, 10, 30}, 60)).containsExactly(25, 10, 25);
-        assertThat(DemoPlan.fairShares(new double[] {10, 20}, 100)).as("demands that fit").containsExactly(10, 20);
-    }
-
-    @Test
     void theExampleFileIsDrivenAgainstScaledCopiesWithinTheMaxRate() {
         QuotaConfig cfg = Quotas.load(EXAMPLE);
         List<DemoCommand.Stream> wanted = DemoCommand.deriveStreams(cfg, 2.0);

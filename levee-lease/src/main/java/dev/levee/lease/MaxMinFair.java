@@ -1,5 +1,8 @@
 package dev.levee.lease;
 
+import java.util.Arrays;
+import java.util.Comparator;
+
 /**
  * Max-min fair division of a budget among demands (progressive filling, Bertsekas and Gallager,
  * <i>Data Networks</i>, §6.5.2): a demand below the equal share gets what it asks for; what it
@@ -68,5 +71,28 @@ public final class MaxMinFair {
             }
         }
         return share;
+    }
+
+    /**
+     * The max-min fair division of {@code cap} among demands (progressive filling), in doubles: what {@code levee
+     * demo} shows and offers (the site demo's fair column, the parts of {@code --max-rate}), not the leases' shares,
+     * which {@link #allocate} keeps in whole bytes/s.
+     *
+     * @param wants the demands, each ≥ 0
+     * @param cap   what there is to divide, &gt; 0
+     * @return each demand's part: its demand when the demands fit, else at most an equal part of what is left
+     */
+    public static double[] fairShares(double[] wants, double cap) {
+        Integer[] order = new Integer[wants.length];
+        Arrays.setAll(order, i -> i);
+        Arrays.sort(order, Comparator.comparingDouble(i -> wants[i]));
+        double[] out = new double[wants.length];
+        double left = cap;
+        for (int k = 0; k < order.length; k++) {
+            int i = order[k];
+            out[i] = Math.min(wants[i], left / (order.length - k));
+            left -= out[i];
+        }
+        return out;
     }
 }

@@ -122,4 +122,11 @@ class MaxMinFairTest {
         }
         return sum;
     }
+
+    @Test
+    void theDemosMaxRateIsDividedMaxMinFairly() {
+        assertThat(MaxMinFair.fairShares(new double[] {10, 100, 100}, 110)).containsExactly(10, 50, 50);
+        assertThat(MaxMinFair.fairShares(new double[] {100, 10, 30}, 60)).containsExactly(25, 10, 25);
+        assertThat(MaxMinFair.fairShares(new double[] {10, 20}, 100)).as("demands that fit").containsExactly(10, 20);
+    }
 }

@@ -115,6 +115,27 @@ public final class Http {
                 .setHttp2ClearTextEnabled(false); // HTTP/1.1 only: NGINX and the client speak it, h2c adds nothing
     }
 
+    /**
+     * Waits for a start-up step (a service starting, a server stopping) up to 30 s.
+     *
+     * @param what what is awaited, for the message
+     * @return its result
+     * @throws IllegalStateException {@code what: } the failure's message, {@code timed out} or {@code interrupted}
+     */
+    public static <T> T await(Future<T> f, String what) {
+        try {
+            return f.toCompletionStage().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable c = e.getCause();
+            throw new IllegalStateException(what + ": " + (c.getMessage() == null ? c.toString() : c.getMessage()));
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException(what + ": timed out");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(what + ": interrupted");
+        }
+    }
+
     /** Wraps a written Netty buffer (a check-wire body, levee-wire's {@code BinaryChecks}) as a Vert.x buffer (no copy). */
     public static Buffer buffer(io.netty.buffer.ByteBuf b) {
         return io.vertx.core.internal.buffer.BufferInternal.buffer(b);

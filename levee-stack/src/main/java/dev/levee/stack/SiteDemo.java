@@ -1,4 +1,4 @@
-package dev.levee.cli;
+package dev.levee.stack;
 
 import com.google.common.util.concurrent.RateLimiter;
 import dev.levee.core.ByteUnits;
@@ -10,13 +10,11 @@ import dev.levee.gateway.GovernanceSettings;
 import dev.levee.gateway.PrincipalDirectory;
 import dev.levee.gateway.ReadyReport;
 import dev.levee.gateway.SiteSettings;
+import dev.levee.lease.MaxMinFair;
 import dev.levee.lease.ShareKeeper;
 import dev.levee.lease.SiteBudget;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
-import dev.levee.stack.EmbeddedEtcd;
-import dev.levee.stack.EmbeddedS3;
-import dev.levee.stack.PartitionProxy;
 import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -42,7 +40,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * the end: the site against its budget (exit 1 if it sent more than the budget and bursts allow in a second)
  * and each gateway against its fair share (shown, not an exit status: docs/site-bandwidth.md).
  */
-final class SiteDemo {
+public final class SiteDemo {
 
     private static final long MiB = 1 << 20;
     private static final double[] DEMAND = {1.0 / 6, 2.0 / 3, 4.0 / 3};
@@ -52,33 +50,18 @@ final class SiteDemo {
     }
 
     /**
-     * Reads a site budget file for the demo.
+     * Runs the demo and prints it to {@code out}.
      *
-     * @throws IllegalArgumentException naming the file and field, or when it gives no download budget
-     */
-    static SiteBudget readBudget(java.nio.file.Path file) {
-        String text;
-        try {
-            text = java.nio.file.Files.readString(file);
-        } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("--site-budget: " + Main.unreadable(file, e));
-        }
-        SiteBudget b = SiteBudget.parse(file.toString(), text);
-        if (b.download() == 0) {
-            throw new IllegalArgumentException("--site-budget " + file + ": the demo shares a download budget; field"
-                    + " 'download' is 0 or absent");
-        }
-        return b;
-    }
-
-    /**
-     * Runs the demo.
-     *
+     * @param gateways  how many gateways share the budget, ≥ 2
+     * @param siteBudget the site budget, with a download budget
+     * @param duration  how long the demo runs (at least 6 s)
      * @param ticker    the monotonic clock of the gateways and of the demo's seconds
      * @param wallClock the gateways' wall clock
      * @return the exit status: 1 if the site sent more than its budget allows in a second, else 0
+     * @throws IllegalArgumentException when the budget does not fit the gateways, or etcd is not installed
+     * @throws IllegalStateException    naming the gateway when one does not start
      */
-    static int run(PrintStream out, int gateways, SiteBudget siteBudget, Duration duration, Ticker ticker,
+    public static int run(PrintStream out, int gateways, SiteBudget siteBudget, Duration duration, Ticker ticker,
                    Clock wallClock) throws Exception {
         long budget = siteBudget.download();
         java.util.List<String> problems = siteBudget.checkGateways("the site budget", gateways);
@@ -117,8 +100,8 @@ final class SiteDemo {
                                 keeper)).build();
                 HostPort any = new HostPort("127.0.0.1", 0);
                 GatewayOptions o = GatewayOptions.builder(new HostPort("127.0.0.1", s3.port())).listen(any).admin(any)
-                        .enforce(false).governance(gov).healthToken(dev.levee.stack.LocalStack.HEALTH_TOKEN).build();
-                gws.add(Daemon.await(GatewayService.start(vertx, o, null, ticker, wallClock,
+                        .enforce(false).governance(gov).healthToken(LocalStack.HEALTH_TOKEN).build();
+                gws.add(dev.levee.runtime.Http.await(GatewayService.start(vertx, o, null, ticker, wallClock,
                         Metrics.newRegistry()), "gateway gw-" + i));
             }
             double[] demand = new double[gateways];
@@ -204,7 +187,7 @@ final class SiteDemo {
                             : String.format(Locale.ROOT, "%.1f", d.share() / (double) MiB);
                     sum += sent[i];
                 }
-                double[] fair = DemoPlan.fairShares(wants, budgetMiB);
+                double[] fair = MaxMinFair.fairShares(wants, budgetMiB);
                 List<String> below = new ArrayList<>();
                 for (int i = 0; i < gateways; i++) {
                     row.append(String.format(Locale.ROOT, "|%5.1f %5.1f %6s %5.1f", sent[i], got[i], share[i], fair[i]));

@@ -1,4 +1,4 @@
-package dev.levee.cli;
+package dev.levee.cli.bench;
 
 import io.netty.channel.EventLoop;
 import java.util.concurrent.TimeUnit;
@@ -10,7 +10,7 @@ import java.util.function.LongConsumer;
  * wake to the microsecond (a timerfd on epoll), not on Vert.x's timers, whose millisecond tick alone would add up to
  * 1 ms to a request's latency measured from its scheduled time. A run at most every {@value #MIN_GAP_US} µs.
  */
-final class Pacer implements Runnable {
+public final class Pacer implements Runnable {
 
     /** Shortest sleep between two runs: {@value} µs (at high rates each run issues several requests). */
     static final long MIN_GAP_US = 50;
@@ -35,12 +35,12 @@ final class Pacer implements Runnable {
      * {@code issue} with each request's number on {@code loop}; request {@code n} is due at
      * {@code start + n / rate} seconds.
      */
-    static void start(EventLoop loop, long start, double rate, long total, LongConsumer issue) {
+    public static void start(EventLoop loop, long start, double rate, long total, LongConsumer issue) {
         loop.execute(new Pacer(loop, start, rate, total, issue));
     }
 
     /** The scheduled time of request {@code n}, System.nanoTime. */
-    static long scheduled(long start, double rate, long n) {
+    public static long scheduled(long start, double rate, long n) {
         return start + (long) (n / rate * 1e9);
     }
 
