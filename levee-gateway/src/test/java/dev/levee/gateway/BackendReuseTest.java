@@ -92,7 +92,7 @@ class BackendReuseTest {
         }
 
         @Override
-        public void close() throws Exception {
+        public void close() throws java.io.IOException {
             server.close();
         }
     }

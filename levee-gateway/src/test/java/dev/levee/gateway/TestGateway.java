@@ -68,9 +68,14 @@ final class TestGateway implements AutoCloseable {
     }
 
     @Override
-    public void close() throws Exception {
-        gateway.stop(Duration.ofSeconds(1)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    public void close() throws java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException {
+        try {
+            gateway.stop(Duration.ofSeconds(1)).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) { // close() throws no InterruptedException (AutoCloseable's advice)
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while the test gateway stops", e);
+        }
         backend.close();
     }
 }

@@ -69,15 +69,16 @@ final class BurstAdmission implements AutoCloseable {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() throws java.util.concurrent.TimeoutException {
+        // as done(), without its throws Exception: close() throws no InterruptedException (AutoCloseable's advice)
         if (endpoint != null) {
-            done(endpoint.stop());
+            endpoint.stop().await(10, TimeUnit.SECONDS);
         }
         if (client != null) {
-            done(client.stop());
+            client.stop().await(10, TimeUnit.SECONDS);
         }
         if (observer != null) {
-            done(observer.stop());
+            observer.stop().await(10, TimeUnit.SECONDS);
         }
         vertx.close().await(20, TimeUnit.SECONDS);
     }

@@ -419,6 +419,7 @@ class ClientMatrixIT {
     /** The Java SDK's side: the same operations and probe as the scripts, with the SDK's defaults. */
     static final class JavaClient {
 
+        @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
         static Run run(Map<String, String> env, String mode) throws Exception {
             List<Cell> cells = new ArrayList<>();
             List<Probe> probes = new ArrayList<>();

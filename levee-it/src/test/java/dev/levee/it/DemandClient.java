@@ -96,6 +96,7 @@ final class DemandClient implements AutoCloseable {
      * Builds an SDK v2 S3 client like {@link #s3Client(URI, String, String, int)} with a chosen socket
      * timeout (how long a read may wait for a byte: a gateway failing closed stalls its streams).
      */
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
     static S3Client s3Client(URI endpoint, String accessKey, String secretKey, int maxConnections, Duration socketTimeout) {
         return S3Client.builder().endpointOverride(endpoint).region(Region.US_EAST_1).forcePathStyle(true)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(accessKey, secretKey)))

@@ -66,6 +66,7 @@ class FaultSuiteIT {
     static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
 
     @BeforeAll
+    @SuppressWarnings("try") // the warm-up load runs for the block, never read
     static void start() throws Exception {
         Files.createDirectories(DIR);
         // etcd accepts requests up to 8 MiB here so that the oversized-value probe can write 5 MiB at all

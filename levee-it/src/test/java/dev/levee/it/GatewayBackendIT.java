@@ -368,6 +368,7 @@ class GatewayBackendIT {
         }
     }
 
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
     static S3Client sdk(URI endpoint, String key) {
         return S3Client.builder().endpointOverride(endpoint).region(Region.US_EAST_1).forcePathStyle(true)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(key, KEYS.get(key))))

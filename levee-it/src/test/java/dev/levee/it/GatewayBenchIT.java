@@ -162,9 +162,8 @@ class GatewayBenchIT {
                 "daemon off;").redirectErrorStream(true).redirectOutput(dir.resolve("logs/stdout").toFile()).start();
         try {
             org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> {
-                try (java.net.Socket ignored = new java.net.Socket("127.0.0.1", port)) {
-                    return true;
-                }
+                new java.net.Socket("127.0.0.1", port).close();
+                return true;
             });
             proxyCpu = () -> treeCpuNanos(p.pid());
             try (S3Client via = GatewayGovernanceIT.client(URI.create("http://127.0.0.1:" + port), KEY, "secret-bench")) {

@@ -123,6 +123,7 @@ class GatewayFaultSuiteIT {
     static byte[] loadObject;
 
     @BeforeAll
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     static void start() throws Exception {
         Files.createDirectories(DIR);
         try (var old = Files.list(DIR)) { // the gateways' log files are appended to: start from empty ones
@@ -314,6 +315,7 @@ class GatewayFaultSuiteIT {
     /** Probe 3b: 200 slowloris connections are closed by the header timeout; SDK traffic goes on meanwhile. */
     @Test
     @Order(3)
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     void twoHundredSlowlorisConnectionsAreClosedByTheHeaderTimeoutWhileSdkTrafficFlows() throws Exception {
         int n = 200;
         long headerTimeoutsBefore = main.ready().at("/clientFaults/requestHeaderTimeouts").asLong();
@@ -390,6 +392,7 @@ class GatewayFaultSuiteIT {
     /** Probe 4: the backend is killed under load; clean 502 BadGateway meanwhile, recovery when it is back. */
     @Test
     @Order(4)
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     void backendKilledUnderLoadGivesCleanBadGatewayAndRecovers() throws Exception {
         try (SdkLoad load = SdkLoad.start(main.port)) {
             hold(Duration.ofSeconds(1));
@@ -462,6 +465,7 @@ class GatewayFaultSuiteIT {
     /** Probe 6: garbage heads, bad chunked bodies, oversized heads and resets under load. */
     @Test
     @Order(6)
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     void hostileInputUnderLoadLeavesNoErrorAndNoTrace() throws Exception {
         JsonNode before = main.ready().at("/clientFaults");
         URL put = presignPut(main.endpoint(), "hostile", "hostile/put");
@@ -971,6 +975,7 @@ class GatewayFaultSuiteIT {
         return EmbeddedS3.startWithKeys(keys);
     }
 
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
     static S3Client client(URI endpoint, String account) {
         return S3Client.builder().endpointOverride(endpoint).region(Region.US_EAST_1).forcePathStyle(true)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(key(account), secret(account))))
@@ -981,6 +986,7 @@ class GatewayFaultSuiteIT {
     }
 
     /** An SDK client that signs the payload's SHA-256 (no aws-chunked streaming, no trailer). */
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
     static S3Client signedPayloadClient(URI endpoint, String account) {
         return S3Client.builder().endpointOverride(endpoint).region(Region.US_EAST_1).forcePathStyle(true)
                 .serviceConfiguration(S3Configuration.builder().chunkedEncodingEnabled(false).build())

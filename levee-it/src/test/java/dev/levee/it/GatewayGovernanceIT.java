@@ -172,6 +172,7 @@ class GatewayGovernanceIT {
         }
     }
 
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
     static S3Client client(URI endpoint, String accessKey, String secret) {
         return S3Client.builder()
                 .endpointOverride(endpoint)
@@ -1012,6 +1013,7 @@ class GatewayGovernanceIT {
         }
 
         /** An SDK client that signs the payload's SHA-256 (no aws-chunked streaming, no trailer). */
+        @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
         S3Client signedPayload(URI endpoint, String key) {
             return S3Client.builder()
                     .endpointOverride(endpoint)

@@ -121,6 +121,7 @@ class GracefulShutdownIT {
     }
 
     @Test
+    @SuppressWarnings("try") // the registration is held for the block, never read; the load stops before its block ends
     void limiterProcessSigtermedUnderClientLoadFailsNoCheck() throws Exception {
         try (dev.levee.stack.EmbeddedEtcd etcd = dev.levee.stack.EmbeddedEtcd.start();
              io.etcd.jetcd.Client etcdClient = dev.levee.etcd.Etcd.client(List.of(etcd.endpoint()))) {

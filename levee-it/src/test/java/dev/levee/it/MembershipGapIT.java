@@ -76,14 +76,20 @@ class MembershipGapIT {
         }
 
         @Override
-        public void close() throws InterruptedException {
+        public void close() {
             stop.set(true);
             pool.shutdown();
-            pool.awaitTermination(10, TimeUnit.SECONDS);
+            try {
+                pool.awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) { // close() throws no InterruptedException (AutoCloseable's advice)
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while the checks stop", e);
+            }
         }
     }
 
     @Test
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     void restartedObserverServingAnEmptyListFailsNoCheck() throws Exception {
         int port = RoleProcess.freePort();
         HostPort obs = new HostPort("127.0.0.1", port);
@@ -125,6 +131,7 @@ class MembershipGapIT {
     }
 
     @Test
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     void etcdLeasesExpiringTogetherFailNoCheck() throws Exception {
         try (EmbeddedEtcd etcd = EmbeddedEtcd.start(); Client etcdClient = Etcd.client(List.of(etcd.endpoint()))) {
             String prefix = "/levee-gap/";

@@ -246,6 +246,7 @@ class NginxStackIT {
 
     @Test
     @Order(3)
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
     void refusedUploadThenTheNextRequestOnASingleConnectionPool() {
         // PutObject goes with Expect: 100-continue; NGINX refuses without reading the body and closes
         try (S3Client one = S3Client.builder()

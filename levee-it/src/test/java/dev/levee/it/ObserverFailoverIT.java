@@ -122,6 +122,7 @@ class ObserverFailoverIT {
 
     @Test
     @Order(1)
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     void oneOfTwoObserversKilledUnderLoadAndTheClientRestartedMeanwhileFailsNoCheck() throws Exception {
         int port = RoleProcess.freePort();
         String both = observer(0) + "," + observer(1);
@@ -206,6 +207,7 @@ class ObserverFailoverIT {
 
     @Test
     @Order(2)
+    @SuppressWarnings("try") // the load is stopped before its block ends, to see what follows
     void controlAClientGivenOnlyTheKilledObserverFailsEveryCheckOpen() throws Exception {
         assertThat(observers[0].alive()).as("observer a is still down from the first test").isFalse();
         int port = RoleProcess.freePort();

@@ -122,7 +122,8 @@ class SlowDownStatusLineIT {
         int port = Integer.parseInt(listen.substring(listen.lastIndexOf(':') + 1));
         await(name + " listening").atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(50)).until(() -> {
             assertThat(p.isAlive()).as(name + " exited: " + Files.readString(DIR.resolve(name + ".out"))).isTrue();
-            try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+            try {
+                new Socket(InetAddress.getLoopbackAddress(), port).close();
                 return true;
             } catch (IOException e) {
                 return false;

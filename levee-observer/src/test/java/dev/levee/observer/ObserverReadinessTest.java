@@ -88,7 +88,8 @@ class ObserverReadinessTest {
             }
             var stopped = o.stop(Duration.ofSeconds(5)); // SIGTERM: the heartbeat's head is read, its body not yet
             org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(5)).until(() -> {
-                try (java.net.Socket probe = new java.net.Socket("127.0.0.1", o.port())) {
+                try {
+                    new java.net.Socket("127.0.0.1", o.port()).close();
                     return false;
                 } catch (java.io.IOException refused) {
                     return true; // no longer accepting

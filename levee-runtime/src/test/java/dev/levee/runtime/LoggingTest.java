@@ -191,6 +191,7 @@ class LoggingTest {
     }
 
     @Test
+    @SuppressWarnings("try") // the peer is held accepted for the block, never read
     void aTargetThatStopsReadingNeverBlocksTheCaller() throws Exception {
         try (java.net.ServerSocket stuck = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             Logging.configure(LogTarget.parse("tcp://127.0.0.1:" + stuck.getLocalPort()), "levee-test", "INFO");

@@ -51,6 +51,7 @@ class EmbeddedS3Test {
                 .hasMessageContaining("at least one access key");
     }
 
+    @SuppressWarnings("deprecation") // the SDK's Apache 4 client, as EmbeddedS3.client: no second Netty line
     private static S3Client client(EmbeddedS3 s3, String key, String secret) {
         return S3Client.builder().endpointOverride(s3.endpoint()).region(software.amazon.awssdk.regions.Region.US_EAST_1)
                 .forcePathStyle(true)
