@@ -52,17 +52,18 @@ public final class SiteDemo {
     /**
      * Runs the demo and prints it to {@code out}.
      *
-     * @param gateways  how many gateways share the budget, ≥ 2
+     * @param out        where the demo's table goes (standard output for {@code levee demo})
+     * @param gateways   how many gateways share the budget, ≥ 2
      * @param siteBudget the site budget, with a download budget
-     * @param duration  how long the demo runs (at least 6 s)
-     * @param ticker    the monotonic clock of the gateways and of the demo's seconds
-     * @param wallClock the gateways' wall clock
+     * @param duration   how long the demo runs (at least 6 s)
+     * @param ticker     the monotonic clock of the gateways and of the demo's seconds
+     * @param wallClock  the gateways' wall clock
      * @return the exit status: 1 if the site sent more than its budget allows in a second, else 0
      * @throws IllegalArgumentException when the budget does not fit the gateways, or etcd is not installed
      * @throws IllegalStateException    naming the gateway when one does not start
      */
     public static int run(PrintStream out, int gateways, SiteBudget siteBudget, Duration duration, Ticker ticker,
-                   Clock wallClock) throws Exception {
+                          Clock wallClock) throws Exception {
         long budget = siteBudget.download();
         java.util.List<String> problems = siteBudget.checkGateways("the site budget", gateways);
         if (!problems.isEmpty()) {
