@@ -43,7 +43,7 @@ class RequestLeasesClientTest {
                 return;
             }
             JsonObject body = b.toJsonObject();
-            List<Object> checks = req.path().equals("/v1/checks") ? body.getJsonArray("checks").getList() : List.of(body);
+            List<?> checks = req.path().equals("/v1/checks") ? body.getJsonArray("checks").getList() : List.of(body);
             JsonArray answers = new JsonArray();
             for (int i = 0; i < checks.size(); i++) {
                 decided.incrementAndGet();

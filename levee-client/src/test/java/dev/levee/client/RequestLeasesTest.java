@@ -3,7 +3,7 @@ package dev.levee.client;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import dev.levee.quota.PrefixRule;
 import dev.levee.quota.Quota;
 import dev.levee.quota.QuotaConfig;

@@ -2,7 +2,7 @@ package dev.levee.quota;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.levee.core.S3Operation;
+import dev.levee.s3.S3Operation;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
