@@ -47,6 +47,14 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  * with SlowDown) that arrived in that second, with what is still pending ({@link DemoTable}), and at the
  * end the admitted rate against the configured one. With {@code --keep-running} the stack then stays up
  * until SIGTERM/SIGINT ({@link DemoKeepRunning}). The stack itself comes from levee-stack.
+ *
+ * <p>The parts: the flags and their checks (the fields, {@link LatencyConverter}); {@link #call()}, which starts the
+ * stack and runs the phases in order; {@link #deriveStreams} (one {@link Stream} per quota entry, each checked against
+ * the resolver) and {@code drivable}; {@code seed} and {@code warmUp} (objects in place, JITs warm, nothing counted);
+ * the traffic loop and {@code send} (paced requests, answers counted per second into {@link DemoTable});
+ * {@link #judge} (the admitted rate against the configured one, with the spec's bound); and, with
+ * {@code --gateways}, the site budget read here and run by {@code SiteDemo} in levee-stack. What the parts print is
+ * checked by DemoTableTest, DemoPlanTest, DemoIT and SiteDemoIT.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Run a whole local Levee stack with real S3 traffic above the quotas and print what was"

@@ -34,6 +34,11 @@ import java.nio.charset.StandardCharsets;
  * version 1 refuses a version-2 body with a JSON 400, after which levee-client speaks JSON to it.
  * Decoding is strict: a wrong version, a count out of range, a length running past the body, a name over
  * 1024 bytes or not valid UTF-8, or bytes after the last check are refused with a message naming the field.
+ *
+ * <p>The parts: content negotiation ({@link #isBinary}, {@link #accepts}); the writers of a request ({@link #start},
+ * {@link #checkSize}, {@link #writeCheck}) and of an answer ({@code writeDecision}, {@link #writeFailed},
+ * {@link #writeInvalid}); the strict readers of a request ({@link #readChecks} into {@link Checks}, the operation
+ * names looked up without allocating) and of an answer ({@link #readAnswers} into {@code Answer}).
  */
 public final class BinaryChecks {
 
