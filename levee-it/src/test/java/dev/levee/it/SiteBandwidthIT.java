@@ -52,7 +52,12 @@ class SiteBandwidthIT {
     static final long MiB = 1L << 20;
     static final long KiB = 1L << 10;
     static final long B = 30 * MiB;
-    static final Duration TTL = Duration.ofSeconds(3);
+    /**
+     * The gateways' lease TTL: the default, 5 s. A gateway rides through an etcd fault that ends within about
+     * TTL × (1 − ρ) − ε − 2 renew intervals (docs/site-bandwidth.md, "Choosing the TTL"); at 3 s that left 1.87 s for
+     * etcd to replace a killed leader, which takes 1-2 s, and g0 failed closed in 1 of 10 runs of the leader kill.
+     */
+    static final Duration TTL = Duration.ofSeconds(5);
     static final Duration RENEW = Duration.ofMillis(500);
     /** How often etcd's lessor revokes expired leases (server/lease/lessor.go, runLoop's delayTicker). */
     static final Duration ETCD_LESSOR_TICK = Duration.ofMillis(500);
