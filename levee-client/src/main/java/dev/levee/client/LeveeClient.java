@@ -289,8 +289,7 @@ public final class LeveeClient implements AutoCloseable {
      */
     public record View(long revision, int factor, List<Member> limiters, String incarnation, Boolean ready,
                        String membership) {
-        /** Copies. */
-        public View {
+        public View { // an immutable copy of the list
             limiters = limiters == null ? null : List.copyOf(limiters);
         }
 
@@ -324,7 +323,6 @@ public final class LeveeClient implements AutoCloseable {
     /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
     private volatile boolean stopped;
     private final io.vertx.core.Context context;
-    /** The client side of request leases (issue 23), or null with leases off: then a check does nothing of it. */
     private final RequestLeases leases;
 
     private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry, RequestLeases leases) {
@@ -342,24 +340,18 @@ public final class LeveeClient implements AutoCloseable {
                 v -> LimiterChannel.retireUnlisted(channels, v));
     }
 
-    /**
-     * Creates a client and fetches the limiter list once.
-     *
-     * @param ticker the clock of every deadline, back-off and hold (the assembling code passes
-     *               {@code SystemTicker}; tests a fake one)
-     * @return the client, once the first refresh finished (successfully or not)
-     */
+    /** As {@link #start(Vertx, Options, Ticker, MeterRegistry, RequestLeases)} with request leases off. */
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
         return start(vertx, options, ticker, registry, null);
     }
 
     /**
-     * Creates a client with the client side of request leases and fetches the limiter list once.
+     * Creates a client and fetches the limiter list once.
      *
-     * @param ticker the clock of every deadline, back-off and hold, and of the leases' rate estimates
-     * @param leases what each check's key is for request leases ({@link RequestLeases}: resolution and hot-key
-     *               detection; every check is still decided by a limiter), or null for leases off: then nothing of
-     *               it runs, as with {@link #start(Vertx, Options, Ticker, MeterRegistry)}
+     * @param ticker the clock of every deadline, back-off and hold, and of the leases' rate estimates (the assembling
+     *               code passes {@code SystemTicker}; tests a fake one)
+     * @param leases the client side of request leases ({@link RequestLeases}: resolution and hot-key detection; every
+     *               check is still decided by a limiter), or null for leases off: then nothing of it runs
      * @return the client, once the first refresh finished (successfully or not)
      */
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry,
