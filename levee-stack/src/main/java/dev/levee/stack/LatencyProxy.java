@@ -4,9 +4,7 @@ import dev.levee.core.Ticker;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.net.NetClient;
-import io.vertx.core.net.NetClientOptions;
 import io.vertx.core.net.NetServer;
-import io.vertx.core.net.NetServerOptions;
 import io.vertx.core.net.NetSocket;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -69,18 +67,9 @@ public final class LatencyProxy implements AutoCloseable {
         if (latency.toMillis() < 1) {
             throw new IllegalArgumentException("latency must be at least 1 ms, got " + latency.toMillis() + " ms");
         }
-        NetClient client = vertx.createNetClient(new NetClientOptions().setConnectTimeout(5000).setTcpNoDelay(true));
-        NetServer server = vertx.createNetServer(new NetServerOptions().setHost("127.0.0.1").setPort(0).setTcpNoDelay(true));
-        LatencyProxy p = new LatencyProxy(vertx, server, client, latency, ticker);
-        server.connectHandler(in -> {
-            in.pause();
-            client.connect(port, host).onSuccess(out -> p.link(in, out)).onFailure(e -> in.close());
-        });
-        try {
-            server.listen().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            throw new IllegalStateException("latency proxy could not listen", e);
-        }
+        LoopbackRelay relay = LoopbackRelay.create(vertx);
+        LatencyProxy p = new LatencyProxy(vertx, relay.server(), relay.client(), latency, ticker);
+        relay.listen(host, port, p::link, "latency proxy");
         return p;
     }
 

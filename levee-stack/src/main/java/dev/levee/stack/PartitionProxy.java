@@ -2,13 +2,10 @@ package dev.levee.stack;
 
 import io.vertx.core.Vertx;
 import io.vertx.core.net.NetClient;
-import io.vertx.core.net.NetClientOptions;
 import io.vertx.core.net.NetServer;
-import io.vertx.core.net.NetServerOptions;
 import io.vertx.core.net.NetSocket;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A loopback TCP forwarder that can cut the link like a network partition, for {@code levee demo
@@ -34,18 +31,9 @@ public final class PartitionProxy implements AutoCloseable {
      * @throws IllegalStateException when it cannot listen within 10 s
      */
     public static PartitionProxy start(Vertx vertx, String host, int port) {
-        NetClient client = vertx.createNetClient(new NetClientOptions().setConnectTimeout(5000).setTcpNoDelay(true));
-        NetServer server = vertx.createNetServer(new NetServerOptions().setHost("127.0.0.1").setPort(0).setTcpNoDelay(true));
-        PartitionProxy p = new PartitionProxy(server, client);
-        server.connectHandler(in -> {
-            in.pause();
-            client.connect(port, host).onSuccess(out -> p.link(in, out)).onFailure(e -> in.close());
-        });
-        try {
-            server.listen().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            throw new IllegalStateException("partition proxy could not listen", e);
-        }
+        LoopbackRelay relay = LoopbackRelay.create(vertx);
+        PartitionProxy p = new PartitionProxy(relay.server(), relay.client());
+        relay.listen(host, port, p::link, "partition proxy");
         return p;
     }
 
