@@ -7,8 +7,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.levee.stack.EmbeddedEtcd;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -474,28 +472,9 @@ final class EtcdCluster implements AutoCloseable {
         }
     }
 
-    /** Returns {@code n} distinct loopback ports that were free a moment ago (all held open together, so no two repeat). */
+    /** Returns {@code n} distinct loopback ports that were free a moment ago (see {@link dev.levee.stack.LoopbackPorts}). */
     static int[] freePorts(int n) {
-        List<ServerSocket> held = new ArrayList<>();
-        try {
-            int[] ports = new int[n];
-            for (int i = 0; i < n; i++) {
-                ServerSocket s = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-                held.add(s);
-                ports[i] = s.getLocalPort();
-            }
-            return ports;
-        } catch (IOException e) {
-            throw new UncheckedIOException("no free port", e);
-        } finally {
-            for (ServerSocket s : held) {
-                try {
-                    s.close();
-                } catch (IOException e) {
-                    // closing a probe socket
-                }
-            }
-        }
+        return dev.levee.stack.LoopbackPorts.free(n);
     }
 
     private static String tail(String s, int chars) {

@@ -4,8 +4,6 @@ import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -97,11 +95,7 @@ final class RoleProcess implements AutoCloseable {
 
     /** Returns a loopback port that was free a moment ago. */
     static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return dev.levee.stack.LoopbackPorts.free();
     }
 
     /** Waits until the output contains {@code text}, failing early if the process exits. */

@@ -3,7 +3,6 @@ package dev.levee.stack;
 import dev.levee.runtime.SystemTicker;
 import java.io.IOException;
 import java.net.HttpURLConnection;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -71,7 +70,7 @@ public final class EmbeddedEtcd implements AutoCloseable {
         }
         try {
             Path dir = Files.createTempDirectory("levee-etcd-");
-            EmbeddedEtcd e = new EmbeddedEtcd(dir.resolve("data"), freePort(), freePort(), extraArgs);
+            EmbeddedEtcd e = new EmbeddedEtcd(dir.resolve("data"), LoopbackPorts.free(), LoopbackPorts.free(), extraArgs);
             e.launch();
             return e;
         } catch (IOException ex) {
@@ -162,14 +161,6 @@ public final class EmbeddedEtcd implements AutoCloseable {
     /** Returns the client endpoint, {@code http://127.0.0.1:PORT}. */
     public String endpoint() {
         return "http://127.0.0.1:" + clientPort;
-    }
-
-    private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new IllegalStateException("no free port", e);
-        }
     }
 
     /** Stops etcd and deletes its data directory. */

@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -162,8 +161,8 @@ public final class EmbeddedNginx implements AutoCloseable {
         String failure = "";
         for (int attempt = 1; attempt <= 5; attempt++) {
             Map<String, Integer> ports = new LinkedHashMap<>();
-            ports.put("s3", freePort());
-            ports.put("status", freePort());
+            ports.put("s3", LoopbackPorts.free());
+            ports.put("status", LoopbackPorts.free());
             NginxConfig.Builder b = settings.copy()
                     .listen(new HostPort("127.0.0.1", ports.get("s3")))
                     .statusListen(new HostPort("127.0.0.1", ports.get("status")))
@@ -216,7 +215,7 @@ public final class EmbeddedNginx implements AutoCloseable {
         Matcher m = PORT.matcher(text);
         StringBuilder out = new StringBuilder();
         while (m.find()) {
-            int port = ports.computeIfAbsent(m.group(1), k -> freePort());
+            int port = ports.computeIfAbsent(m.group(1), k -> LoopbackPorts.free());
             m.appendReplacement(out, Integer.toString(port));
         }
         m.appendTail(out);
@@ -248,14 +247,6 @@ public final class EmbeddedNginx implements AutoCloseable {
             return true;
         } catch (IOException e) {
             return false;
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("no free port", e);
         }
     }
 

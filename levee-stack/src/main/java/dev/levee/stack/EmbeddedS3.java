@@ -1,7 +1,6 @@
 package dev.levee.stack;
 
 import dev.levee.runtime.SystemTicker;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.util.concurrent.TimeUnit;
 import org.gaul.s3proxy.AuthenticationType;
@@ -97,7 +96,7 @@ public final class EmbeddedS3 implements AutoCloseable {
                 .build(BlobStoreContext.class);
         Exception last = null;
         for (int attempt = 0; attempt < (fixedPort == 0 ? 5 : 1); attempt++) {
-            int port = fixedPort == 0 ? freePort() : fixedPort;
+            int port = fixedPort == 0 ? LoopbackPorts.free() : fixedPort;
             EmbeddedS3 s3 = new EmbeddedS3(context, host, port, accessKey, secretKey, moreKeys.isEmpty() ? java.util.Map.of() : keys);
             try {
                 s3.restart();
@@ -172,14 +171,6 @@ public final class EmbeddedS3 implements AutoCloseable {
             p.stop();
         } catch (Exception e) {
             // stopping anyway
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException("no free port", e);
         }
     }
 
