@@ -25,6 +25,13 @@ final class CheckResults {
             .map(r -> "result=" + r.word() + " limiter={} resource={} key={} op={} level={} retry_after={} attempts={}{}{}")
             .toArray(String[]::new);
 
+    /** The line of a check admitted from a request lease: the lease's id and the limiter that granted it. */
+    private static final String LEASED_LINE = "result=accepted limiter={} resource={} key={} op={} level={} retry_after={}"
+            + " attempts={} lease={} lease_limiter={}";
+    /** The line of a check refused while a held lease's next slot is not yet usable. */
+    private static final String WAITING_LINE = "result=rejected limiter={} resource={} key={} op={} level={}"
+            + " retry_after={} attempts={} lease=waiting";
+
     private final MeterRegistry registry;
     private final Map<String, Counter> counters = new ConcurrentHashMap<>();
 
@@ -54,6 +61,35 @@ final class CheckResults {
                     org.apache.logging.log4j.util.Unbox.box(d.retryAfter()),
                     org.apache.logging.log4j.util.Unbox.box(d.attempts()), suffix,
                     why == null ? "" : " reason=" + LogText.escape(why, 400));
+        }
+        return d;
+    }
+
+    /**
+     * Counts and logs a result decided from a request lease at the client ({@link LeaseAdmission}): the line of
+     * {@link #done} (no reason, no shadow part: a shadow-matched check is never leased) ending in
+     * {@code lease=<id> lease_limiter=<limiter id>} for an admission from {@code lease}, or {@code lease=waiting} for a
+     * refusal while a held slot is not yet usable ({@code lease} null). Garbage-free as {@link #done}.
+     */
+    ClientDecision leased(ClientDecision d, dev.levee.lease.RequestLease lease) {
+        if (dev.levee.runtime.Warmup.RESOURCE.equals(d.classification().resource())) {
+            return d;
+        }
+        count(d.result().word());
+        if (DECISIONS.isInfoEnabled()) {
+            String limiter = d.limiter() == null ? "-" : d.limiter();
+            String resource = LogText.escape(d.classification().resource());
+            String key = LogText.escape(d.classification().key());
+            if (lease != null) {
+                DECISIONS.info(LEASED_LINE, limiter, resource, key, d.classification().operation(), d.level(),
+                        org.apache.logging.log4j.util.Unbox.box(d.retryAfter()),
+                        org.apache.logging.log4j.util.Unbox.box(d.attempts()),
+                        org.apache.logging.log4j.util.Unbox.box(lease.id()), LogText.escape(lease.limiterId()));
+            } else {
+                DECISIONS.info(WAITING_LINE, limiter, resource, key, d.classification().operation(), d.level(),
+                        org.apache.logging.log4j.util.Unbox.box(d.retryAfter()),
+                        org.apache.logging.log4j.util.Unbox.box(d.attempts()));
+            }
         }
         return d;
     }

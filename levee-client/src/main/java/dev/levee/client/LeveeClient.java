@@ -323,12 +323,11 @@ public final class LeveeClient implements AutoCloseable {
     /** Set by {@link #stop()}: checks from then on, and those still waiting, fail without a request. */
     private volatile boolean stopped;
     private final io.vertx.core.Context context;
-    private final RequestLeases leases;
+    private final LeaseAdmission leases;
 
     private LeveeClient(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry, RequestLeases leases) {
         this.options = options;
         this.ticker = ticker;
-        this.leases = leases;
         this.context = vertx.getOrCreateContext();
         this.classifier = options.baseDomains().isEmpty() ? S3Classifier.pathStyleOnly()
                 : S3Classifier.withBaseDomains(options.baseDomains());
@@ -338,6 +337,7 @@ public final class LeveeClient implements AutoCloseable {
                 dev.levee.runtime.Http.socketChannelClass(vertx), this::attempt, () -> stopped);
         this.list = new LimiterList(vertx, context, options, ticker, registry, http,
                 v -> LimiterChannel.retireUnlisted(channels, v));
+        this.leases = leases == null ? null : new LeaseAdmission(leases, http, ticker, options, results, list::view, registry);
     }
 
     /** As {@link #start(Vertx, Options, Ticker, MeterRegistry, RequestLeases)} with request leases off. */
@@ -350,8 +350,8 @@ public final class LeveeClient implements AutoCloseable {
      *
      * @param ticker the clock of every deadline, back-off and hold, and of the leases' rate estimates (the assembling
      *               code passes {@code SystemTicker}; tests a fake one)
-     * @param leases the client side of request leases ({@link RequestLeases}: resolution and hot-key detection; every
-     *               check is still decided by a limiter), or null for leases off: then nothing of it runs
+     * @param leases the client side of request leases ({@link RequestLeases}: a hot key's checks decided from leases by
+     *               {@link LeaseAdmission}, docs/design.md §12), or null for leases off: then nothing of it runs
      * @return the client, once the first refresh finished (successfully or not)
      */
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry,
@@ -503,10 +503,10 @@ public final class LeveeClient implements AutoCloseable {
         Rankings.Ranking r = rankings.of(v, c.resource(), 2 * g);
         long start = r.next(c.operation(), c.key());
         long now = ticker.read();
-        if (leases != null) {
-            leases.observe(c, now); // detection only (issue 23): the check goes on to its limiter as below
-        }
         List<Member> ranked = r.ranked();
+        if (leases != null && !stopped && leases.decide(c, v, ranked, g, now, decision)) {
+            return; // admitted or refused from a request lease, no limiter asked (docs/design.md §12)
+        }
         int position = SpillOrder.position(ranked.size(), g, start);
         // no limiter in back-off (the usual case): the plain order, no lookups, no predicate and no array per check
         int[] order = null;

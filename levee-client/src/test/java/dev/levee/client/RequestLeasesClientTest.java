@@ -24,9 +24,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A levee-client with the client side of request leases (issue 23 item 2, detection only) still sends every check to a
- * limiter and answers as the limiter did, on hot keys too, while it tells hot keys from cold ones on the client's own
- * clock; without it, nothing of it runs (no lease meters).
+ * A levee-client with the client side of request leases (issue 23 item 2) whose limiter grants no lease (it answers a
+ * lease ask with a check's answer: not a grant) still sends every check to the limiter and answers as the limiter did,
+ * on hot keys too, while it tells hot keys from cold ones on the client's own clock; without it, nothing of it runs (no
+ * lease meters). Admission from leases: {@link LeaseAdmissionTest}.
  */
 class RequestLeasesClientTest {
 
@@ -46,7 +47,9 @@ class RequestLeasesClientTest {
             List<?> checks = req.path().equals("/v1/checks") ? body.getJsonArray("checks").getList() : List.of(body);
             JsonArray answers = new JsonArray();
             for (int i = 0; i < checks.size(); i++) {
-                decided.incrementAndGet();
+                if (!req.path().equals(dev.levee.lease.RequestLeaseWire.PATH)) { // a lease ask is not a check
+                    decided.incrementAndGet();
+                }
                 answers.add(new JsonObject().put("result", "rejected").put("level", "resource")
                         .put("limitKey", "resource:hot").put("remaining", 0).put("retryAfter", 1).put("limiter", "l1"));
             }
@@ -68,7 +71,7 @@ class RequestLeasesClientTest {
     }
 
     @Test
-    void everyCheckOnAHotKeyIsStillDecidedByTheLimiter() throws Exception {
+    void withoutAGrantEveryCheckOnAHotKeyIsStillDecidedByTheLimiter() throws Exception {
         MeterRegistry registry = Metrics.newRegistry();
         QuotaConfig cfg = QuotaConfig.builder().defaultQuota(new Quota(1000, 100))
                 .resource("hot", new ResourceQuotas(new Quota(5000, 500), List.of())).build();
@@ -87,6 +90,9 @@ class RequestLeasesClientTest {
         double cold = registry.get("levee_client_lease_checks_total").tag("key", "cold").counter().count();
         assertThat(hot + cold).isEqualTo(400);
         assertThat(hot).isGreaterThan(250);
+        assertThat(registry.get("levee_client_lease_asks_total").tag("result", "malformed").counter().count())
+                .as("one ask a second at most after a malformed answer").isBetween(1.0, 2.0);
+        assertThat(registry.get("levee_client_lease_admissions_total").tag("result", "admitted").counter().count()).isZero();
     }
 
     @Test
