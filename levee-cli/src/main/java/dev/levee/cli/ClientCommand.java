@@ -8,6 +8,7 @@ import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -83,6 +84,22 @@ final class ClientCommand implements Callable<Integer> {
                     "--line-listen " + lineListen + " is the address of --listen " + listen
                             + ": the line endpoint needs a port of its own");
         }
+        Running running = start();
+        return Daemon.runUntilStopped(running.vertx(), "client", shutdownTimeout.plusSeconds(5), running.stop());
+    }
+
+    /**
+     * A started client: its Vert.x, endpoint and library, and what stops them (the endpoint gracefully, the client,
+     * then the quota source and etcd client of request leases, when open).
+     */
+    record Running(Vertx vertx, ClientService service, LeveeClient client, java.util.function.Supplier<Future<?>> stop) {
+    }
+
+    /**
+     * Starts the client from the options as parsed and validated ({@link #call} checks the addresses first): the
+     * library, request leases with {@code --leases}, the endpoint; announces where it listens.
+     */
+    Running start() {
         LeveeClient.Options options = options();
         RequestLeases.Settings settings = leases.settings(); // bad values refused before starting, leases on or off
         RequestLeases.Settings leaseSettings = leases.enabled ? settings : null;
@@ -93,7 +110,7 @@ final class ClientCommand implements Callable<Integer> {
         io.etcd.jetcd.Client etcdClient = leaseSettings != null && leases.etcd.enabled() ? leases.etcd.client() : null;
         QuotaSource quotaSource = leaseSettings == null ? null : Quotas.source(etcdClient, leases.etcd, leases.quotas);
         RequestLeases requestLeases = quotaSource == null ? null
-                : new RequestLeases(leaseSettings, quotaSource::current, registry);
+                : new RequestLeases(leaseSettings, quotaSource::current, quotaSource::revision, registry);
         LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry, requestLeases),
                 "client");
         ClientService.Line line = lineListen == null ? null : new ClientService.Line(lineListen, lineIdleTimeout);
@@ -101,15 +118,14 @@ final class ClientCommand implements Callable<Integer> {
                 "client could not start on " + listen + (line == null ? "" : " and --line-listen " + lineListen));
         common.announce("levee client listening on " + listen.host() + ":" + s.port()
                 + (line == null ? "" : ", line protocol on " + new HostPort(lineListen.host(), s.linePort())));
-        return Daemon.runUntilStopped(vertx, "client", shutdownTimeout.plusSeconds(5),
-                () -> quotaSource == null ? s.stop(shutdownTimeout).eventually(c::stop)
-                        : s.stop(shutdownTimeout).eventually(c::stop).eventually(() -> {
-                            quotaSource.close();
-                            if (etcdClient != null) {
-                                etcdClient.close();
-                            }
-                            return io.vertx.core.Future.succeededFuture();
-                        }));
+        return new Running(vertx, s, c, () -> quotaSource == null ? s.stop(shutdownTimeout).eventually(c::stop)
+                : s.stop(shutdownTimeout).eventually(c::stop).eventually(() -> {
+                    quotaSource.close();
+                    if (etcdClient != null) {
+                        etcdClient.close();
+                    }
+                    return Future.succeededFuture();
+                }));
     }
 
     /** Whether two listeners would bind the same socket: the same port (not 0) on the same or a wildcard host. */

@@ -14,9 +14,9 @@ import picocli.CommandLine.Spec;
  * quota source the client then reads — the limiter's flags for it, {@code --quotas} and the etcd options, read the
  * same way ({@link Quotas#source}).
  *
- * <p>Request leases are in development: {@code --leases} today turns on only the client's own quota resolution and
- * hot-key detection ({@link RequestLeases}); every check is still decided by a limiter. Off by default, and then
- * nothing of it runs and the quota source is not opened (issue 23: leases go on by default only once every
+ * <p>{@code --leases} turns on the client's own quota resolution, hot-key detection ({@link RequestLeases}) and the
+ * admission of a hot key's checks from leases of GCRA slots its limiters grant (docs/design.md §12). Off by default,
+ * and then nothing of it runs and the quota source is not opened (issue 23: leases go on by default only once every
  * acceptance item holds with them). Not a flag of the gateway's embedded client (docs/decisions.md, "Request leases:
  * the client's flags").
  */
@@ -24,9 +24,9 @@ final class ClientLeaseOptions {
 
     // fallbackValue: a negatable option's bare form sets it (NegatableOptionsTest)
     @Option(names = "--leases", negatable = true, defaultValue = "false", fallbackValue = "true",
-            description = "request leases for hot keys (in development, issue 23): for now only resolves each check's"
-                    + " quota here, from --quotas or etcd as the limiters do, and detects the keys above"
-                    + " --lease-threshold (log line, metrics); every check is still decided by a limiter (default: off)")
+            description = "request leases for hot keys (issue 23): resolves each check's quota here, from --quotas or"
+                    + " etcd as the limiters do, and admits the checks of keys above --lease-threshold from slots their"
+                    + " limiters lease to this client, without asking a limiter per check (default: off)")
     boolean enabled;
 
     @Option(names = "--lease-threshold", paramLabel = "REQ/S", defaultValue = "" + (long) RequestLeases.Settings.DEFAULT_THRESHOLD,

@@ -238,7 +238,7 @@ class MainTest {
         assertThat(off.leases.enabled).isFalse();
         Run help = run("client", "--help");
         assertThat(help.out().replaceAll("\\s+", " ")).contains("--[no-]leases").contains("--lease-threshold=REQ/S")
-                .contains("--lease-window=DURATION").contains("in development, issue 23").contains("--quotas")
+                .contains("--lease-window=DURATION").contains("request leases for hot keys (issue 23)").contains("--quotas")
                 .contains("--etcd");
         assertThat(run("gateway", "--help").out()).doesNotContain("--[no-]leases").doesNotContain("--lease-threshold");
     }
