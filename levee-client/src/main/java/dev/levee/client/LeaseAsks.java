@@ -293,7 +293,7 @@ final class LeaseAsks {
             w[2] = 0;
         }
         String more = unsaid == 0 ? "" : " (" + unsaid + " more such answers from it since the last warning)";
-        String line = "lease: limiter {} ({}) answered a lease ask for key {}: " + out.label + ": {}; not used, the key's"
+        String line = "lease: ask to limiter {} ({}) for key {}: " + out.label + ": {}; no slot of it is used, the key's"
                 + " checks go to a limiter{}";
         Object[] args = {LogText.escape(m.id, 128), m.address, LogText.escape(limitKey, 400), LogText.escape(
                 problem == null ? "" : problem, 400), more};

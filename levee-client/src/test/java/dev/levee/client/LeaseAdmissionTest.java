@@ -86,16 +86,34 @@ class LeaseAdmissionTest {
     @BeforeEach
     void start() throws Exception {
         vertx = Vertx.vertx();
-        limiter = vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
+        limiter = limiter(asked, a -> leaseAnswer.apply(a));
+        observer = observer(limiter);
+    }
+
+    /** An observer listing {@code members} as l1, l2, … with factor = their number, at {@link #viewRevision}. */
+    HttpServer observer(HttpServer... members) throws Exception {
+        return vertx.createHttpServer().requestHandler(req -> {
+            JsonArray list = new JsonArray();
+            for (int i = 0; i < members.length; i++) {
+                list.add(new JsonObject().put("id", "l" + (i + 1)).put("address", "127.0.0.1:" + members[i].actualPort()));
+            }
+            req.response().putHeader("Content-Type", "application/json").end(new JsonObject()
+                    .put("revision", viewRevision.get()).put("factor", members.length).put("limiters", list).encode());
+        }).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
+    }
+
+    /** A stand-in limiter: accepts every check (counted in {@link #decided}), answers lease asks with {@code answer}. */
+    HttpServer limiter(AtomicInteger asks, Function<RequestLeaseWire.Ask, Answer> answer) throws Exception {
+        return vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(b -> {
             if (req.method() != HttpMethod.POST) {
                 req.response().setStatusCode(405).end(); // no check wire: the client keeps to POST
                 return;
             }
             if (req.path().equals(RequestLeaseWire.PATH)) {
-                asked.incrementAndGet();
+                asks.incrementAndGet();
                 RequestLeaseWire.Ask ask = Json.parse(b.getBytes(), RequestLeaseWire.Ask.class);
                 lastAsk.set(ask);
-                Answer a = leaseAnswer.apply(ask);
+                Answer a = answer.apply(ask);
                 req.response().setStatusCode(a.status()).putHeader("Content-Type", "application/json").end(a.body());
                 return;
             }
@@ -110,11 +128,6 @@ class LeaseAdmissionTest {
             req.response().putHeader("Content-Type", "application/json").end(req.path().equals("/v1/checks")
                     ? new JsonObject().put("decisions", answers).encode() : answers.getJsonObject(0).encode());
         })).listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
-        observer = vertx.createHttpServer().requestHandler(req -> req.response()
-                .putHeader("Content-Type", "application/json").end(new JsonObject().put("revision", viewRevision.get())
-                        .put("factor", 1).put("limiters", new JsonArray().add(new JsonObject().put("id", "l1")
-                                .put("address", "127.0.0.1:" + limiter.actualPort()))).encode()))
-                .listen(0, "127.0.0.1").await(10, TimeUnit.SECONDS);
     }
 
     @AfterEach
@@ -123,6 +136,10 @@ class LeaseAdmissionTest {
     }
 
     LeveeClient client(boolean leases) throws Exception {
+        return client(leases, observer);
+    }
+
+    LeveeClient client(boolean leases, HttpServer observer) throws Exception {
         RequestLeases l = leases ? new RequestLeases(new RequestLeases.Settings(10, Duration.ofSeconds(1)), quotas::get,
                 registry) : null;
         return LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
@@ -256,8 +273,8 @@ class LeaseAdmissionTest {
             assertThat(asks("granted")).isZero();
             assertThat(asked.get()).as("not asked again within a second").isEqualTo(1);
             await().atMost(Duration.ofSeconds(10)).until(() -> log.lines().stream().anyMatch(l -> l.startsWith(
-                    "WARN lease: limiter l1 (127.0.0.1:" + limiter.actualPort() + ") answered a lease ask for key "
-                            + KEY + ": " + outcome + ": ") && l.contains(said)));
+                    "WARN lease: ask to limiter l1 (127.0.0.1:" + limiter.actualPort() + ") for key " + KEY + ": "
+                            + outcome + ": ") && l.contains(said)));
             clock.addAndGet(1100 * MS);
             for (int i = 0; i < 11; i++) { // hot again after a second's decay
                 check(c);
@@ -359,5 +376,50 @@ class LeaseAdmissionTest {
             assertThat(check(c).attempts()).isEqualTo(1);
         }
         assertThat(asked.get()).isZero();
+    }
+
+    @Test
+    void eachMemberOfTheGroupIsAskedAndBothLeasesAdmit() throws Exception {
+        GcraLimit two = GcraLimit.of(5000, 500, 2); // T = 400 µs
+        leaseAnswer = a -> grant(20, 0, two.emissionIntervalNs(), two.toleranceNs(), "l1", KEY);
+        AtomicInteger asked2 = new AtomicInteger();
+        HttpServer second = limiter(asked2, a -> grant(20, 0, two.emissionIntervalNs(), two.toleranceNs(), "l2", KEY));
+        LeveeClient c = client(true, observer(limiter, second));
+        assertThat(c.group("hot")).hasSize(2);
+        for (int i = 0; i < 11; i++) {
+            assertThat(check(c).attempts()).isEqualTo(1);
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 2);
+        assertThat(asked.get()).isEqualTo(1);
+        assertThat(asked2.get()).isEqualTo(1);
+        assertThat(lastAsk.get().g()).isEqualTo(2);
+        java.util.Set<String> limiters = new java.util.HashSet<>();
+        for (int i = 0; i < 20; i++) {
+            clock.addAndGet(10 * US);
+            ClientDecision d = check(c);
+            assertThat(d.attempts()).isZero();
+            limiters.add(d.limiter());
+        }
+        assertThat(limiters).containsExactlyInAnyOrder("127.0.0.1:" + limiter.actualPort(),
+                "127.0.0.1:" + second.actualPort());
+        assertThat(decided.get()).isEqualTo(11);
+    }
+
+    @Test
+    void aRefusedAskIsNotRepeatedBeforeItsWait() throws Exception {
+        leaseAnswer = a -> json(RequestLeaseWire.Grant.refused("l1", RequestLeaseWire.REFUSED, 5 * MS));
+        LeveeClient c = client(true);
+        warm(c, "refused");
+        for (int i = 0; i < 10; i++) {
+            clock.addAndGet(400 * US);
+            assertThat(check(c).attempts()).isEqualTo(1);
+        }
+        assertThat(asked.get()).as("not within the 5 ms wait").isEqualTo(1);
+        leaseAnswer = a -> grant(50, 0, LIMIT.emissionIntervalNs(), LIMIT.toleranceNs(), "l1", KEY);
+        clock.addAndGet(2 * MS);
+        check(c);
+        await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 1);
+        assertThat(asked.get()).isEqualTo(2);
+        assertThat(check(c).attempts()).isZero();
     }
 }
