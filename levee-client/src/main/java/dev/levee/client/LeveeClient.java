@@ -62,7 +62,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * the deadline, the end of the order, the limiter's channel); {@link LimiterChannel} (the transport to one limiter:
  * the check wire where taken, else HTTP with in-flight limits and batches) with {@link CheckBodies} (the HTTP bodies
  * and what an answer means); {@link CheckResults} (the counter {@code levee_client_results_total}, the result line).
- * Time comes from the {@link Ticker} given to {@link #start}: nothing here reads the clock.
+ * {@code LeaseAdmission}: request leases. Time comes from the {@link Ticker} given to {@link #start}: nothing reads the clock.
  */
 public final class LeveeClient implements AutoCloseable {
 
@@ -351,7 +351,7 @@ public final class LeveeClient implements AutoCloseable {
      * @param ticker the clock of every deadline, back-off and hold, and of the leases' rate estimates (the assembling
      *               code passes {@code SystemTicker}; tests a fake one)
      * @param leases the client side of request leases ({@link RequestLeases}: a hot key's checks decided from leases by
-     *               {@link LeaseAdmission}, docs/design.md §12), or null for leases off: then nothing of it runs
+     *               {@code LeaseAdmission}, docs/design.md §12), or null for leases off: then nothing of it runs
      * @return the client, once the first refresh finished (successfully or not)
      */
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry,

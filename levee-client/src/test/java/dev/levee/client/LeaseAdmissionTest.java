@@ -114,6 +114,9 @@ class LeaseAdmissionTest {
                 RequestLeaseWire.Ask ask = Json.parse(b.getBytes(), RequestLeaseWire.Ask.class);
                 lastAsk.set(ask);
                 Answer a = answer.apply(ask);
+                if (a == null) {
+                    return; // never answered
+                }
                 req.response().setStatusCode(a.status()).putHeader("Content-Type", "application/json").end(a.body());
                 return;
             }
@@ -140,10 +143,14 @@ class LeaseAdmissionTest {
     }
 
     LeveeClient client(boolean leases, HttpServer observer) throws Exception {
+        return client(leases, observer, Duration.ofSeconds(2));
+    }
+
+    LeveeClient client(boolean leases, HttpServer observer, Duration checkTimeout) throws Exception {
         RequestLeases l = leases ? new RequestLeases(new RequestLeases.Settings(10, Duration.ofSeconds(1)), quotas::get,
                 registry) : null;
         return LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
-                .refresh(Duration.ofHours(1)).checkTimeout(Duration.ofSeconds(2)).backoff(Duration.ofSeconds(30))
+                .refresh(Duration.ofHours(1)).checkTimeout(checkTimeout).backoff(Duration.ofSeconds(30))
                 .build(), clock::get, registry, l).await(10, TimeUnit.SECONDS);
     }
 
@@ -421,5 +428,19 @@ class LeaseAdmissionTest {
         await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 1);
         assertThat(asked.get()).isEqualTo(2);
         assertThat(check(c).attempts()).isZero();
+    }
+
+    @Test
+    void anAskNotAnsweredWithinTheCheckTimeoutIsNeverAnAdmission() throws Exception {
+        leaseAnswer = a -> null;
+        try (LogCapture log = new LogCapture("levee.client")) {
+            LeveeClient c = client(true, observer, Duration.ofMillis(300));
+            warm(c, "failed");
+            clock.addAndGet(10 * US);
+            assertThat(check(c).attempts()).isEqualTo(1);
+            assertThat(admissions("admitted")).isZero();
+            await().atMost(Duration.ofSeconds(10)).until(() -> log.lines().stream().anyMatch(l -> l.startsWith(
+                    "WARN lease: ask to limiter l1") && l.contains(": failed: ")));
+        }
     }
 }
