@@ -29,7 +29,8 @@ import java.util.function.Function;
  * A check whose limit key {@link RequestLeases} finds {@link RequestLeases.Heat#HOT}, whose request no shadow quota
  * matches (a shadow quota is decided per request on the limiter, docs/decisions.md "Shadow quotas"), and whose
  * per-limiter limit {@code rq.limit(g)} is worth leasing at the round trip measured from lease asks
- * ({@link RequestLeaseRules#worthLeasing}; burst 0 never is). Every other check goes to a limiter as without leases.
+ * ({@link RequestLeaseRules#worthLeasing}; burst 0 never is). Every other check goes to a limiter as without leases,
+ * and so does every warm-up self-check ({@code dev.levee.runtime.Warmup}): they warm the per-request path.
  *
  * <h2>Admission</h2>
  * One {@link RequestLeaseHolder} per limit key, in a Caffeine cache of {@value #MAX_KEYS} keys (an evicted holder
@@ -118,6 +119,9 @@ final class LeaseAdmission {
      * @return true when this decided the check (admitted or refused from a lease); false: the per-request path
      */
     boolean decide(S3Classification c, View v, List<Member> ranked, int g, long now, Completable<ClientDecision> done) {
+        if (dev.levee.runtime.Warmup.RESOURCE.equals(c.resource())) {
+            return false; // a warm-up self-check warms the per-request path: never leased, asked for nor counted here
+        }
         RequestLeases.Look look = leases.look(c, now);
         if (look.heat() != RequestLeases.Heat.HOT) {
             return false;

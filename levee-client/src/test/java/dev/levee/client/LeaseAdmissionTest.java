@@ -443,4 +443,17 @@ class LeaseAdmissionTest {
                     "WARN lease: ask to limiter l1") && l.contains(": failed: ")));
         }
     }
+
+    @Test
+    void warmUpSelfChecksAreNeverLeased() throws Exception {
+        LeveeClient c = client(true);
+        for (int i = 0; i < 50; i++) {
+            io.vertx.core.Promise<ClientDecision> p = io.vertx.core.Promise.promise();
+            c.check(new dev.levee.s3.S3Classification(dev.levee.runtime.Warmup.RESOURCE, "k",
+                    dev.levee.s3.S3Operation.GetObject), p);
+            assertThat(p.future().await(10, TimeUnit.SECONDS).attempts()).isEqualTo(1);
+        }
+        assertThat(asked.get()).isZero();
+        assertThat(registry.get("levee_client_lease_checks_total").tag("key", "hot").counter().count()).isZero();
+    }
 }
