@@ -149,19 +149,84 @@ public final class GcraTable {
      * @return the {@link Gcra#attempt} encoding: ≥ 0 admitted (remaining), &lt; 0 rejected (−wait ns)
      */
     public long attempt(String key, GcraLimit limit, long now) {
+        return attempt(key, limit, now, 0);
+    }
+
+    /**
+     * Decides one request for {@code key} at {@code now} behind a restart fence (docs/design.md §12, "Fail
+     * closed"): a key this table has no state for, first decided less than {@code fenceNs} after the table was
+     * made ({@code S}), starts as used with {@code TAT = S + fenceNs}, so that no virtual time it gives is below
+     * {@code S + fenceNs} (per request it admits again from {@code S + fenceNs − τ}). A previous incarnation's
+     * slots and admissions of a key whose {@code τ + T ≤ fenceNs} have virtual times below its end plus
+     * {@code fenceNs − T}, so the new ones stay {@code T} apart from them. A state already held, or made later,
+     * is not touched; {@code fenceNs = 0} is {@link #attempt(String, GcraLimit, long)}.
+     *
+     * @param fenceNs the fence, ns after the table's creation, ≥ 0 (0: none)
+     * @return the {@link Gcra#attempt} encoding: ≥ 0 admitted (remaining), &lt; 0 rejected (−wait ns)
+     */
+    public long attempt(String key, GcraLimit limit, long now, long fenceNs) {
         if (limit.blocked()) {
             return -GcraLimit.BLOCKED_RETRY_NS;
         }
+        Gcra.State state = state(key, limit, now, fenceNs);
+        long result;
+        long before;
+        synchronized (state) {
+            before = state.horizonNs;
+            result = Gcra.attempt(state, limit, now);
+        }
+        keepFor(key, state, before);
+        return result;
+    }
+
+    /**
+     * Reserves up to {@code slots} conformance slots of {@code key} at {@code now} for a request lease
+     * ({@link Gcra#reserve}; docs/design.md §12), on the same state per-request decisions use, found, made and moved
+     * across a rebuild exactly as {@link #attempt} does. The entry's expiry grows to the reserved debt
+     * ({@code TAT − now}), so a key is never dropped while slots of it are outstanding. A fresh key is fenced as by
+     * {@link #attempt(String, GcraLimit, long, long)} with {@code fenceNs = maxLifetimeNs}: only keys whose
+     * {@code τ + T ≤ maxLifetimeNs} may be leased (the fence of docs/design.md §12 for them is that lifetime).
+     *
+     * @param key           the limit key (not null)
+     * @param limit         the per-limiter GCRA parameters of the key's quota
+     * @param now           monotonic time in ns
+     * @param leadNs        earliest virtual time of the first slot after {@code now}, ns, ≥ 0
+     * @param slots         slots asked for, ≥ 1
+     * @param maxLifetimeNs the longest time after {@code now} a slot's window may end, ns, ≥ 0; also the fence
+     * @return the grant or the refusal with its wait ({@link Gcra#reserve})
+     * @throws IllegalArgumentException when {@code leadNs < 0}, {@code slots < 1} or {@code maxLifetimeNs < 0}
+     */
+    public Gcra.Reservation reserve(String key, GcraLimit limit, long now, long leadNs, int slots, long maxLifetimeNs) {
+        if (leadNs < 0 || slots < 1 || maxLifetimeNs < 0 || limit.blocked()) {
+            // the arguments are refused, or the blocked answer given, before any state is made
+            return Gcra.reserve(new Gcra.State(limit.horizonNs()), limit, now, leadNs, slots, maxLifetimeNs);
+        }
+        Gcra.State state = state(key, limit, now, maxLifetimeNs);
+        Gcra.Reservation result;
+        long before;
+        synchronized (state) {
+            before = state.horizonNs;
+            result = Gcra.reserve(state, limit, now, leadNs, slots, maxLifetimeNs);
+        }
+        keepFor(key, state, before);
+        return result;
+    }
+
+    /**
+     * Returns the state of {@code key}, the one every decision on it locks: the table's, else (during a rebuild) the
+     * old table's, else a fresh one ({@link #fresh}); a state read before a rebuild is moved into the new table.
+     */
+    private Gcra.State state(String key, GcraLimit limit, long now, long fenceNs) {
         Cache<String, Gcra.State> held = states;
         Gcra.State state = held.getIfPresent(key);
         if (state == null) {
             // during a rebuild a key not yet moved is still in the old table, with its debt
             Cache<String, Gcra.State> old = moving;
             Gcra.State known = old == null ? null : old.policy().getIfPresentQuietly(key);
-            Gcra.State candidate = known != null ? known : new Gcra.State(limit.horizonNs());
+            Gcra.State candidate = known != null ? known : fresh(limit, now, fenceNs);
             Gcra.State prior = held.asMap().putIfAbsent(key, candidate);
             state = prior == null ? candidate : prior;
-            if (prior == null && known == null && now - createdNs < limit.horizonNs()) {
+            if (prior == null && known == null && !candidate.used && now - createdNs < limit.horizonNs()) {
                 freshWithinHorizon.increment();
             }
         }
@@ -172,21 +237,45 @@ public final class GcraTable {
             state = there == null ? state : there;
             held = current;
         }
-        long result;
-        long before;
-        long after;
-        synchronized (state) {
-            before = state.horizonNs;
-            result = Gcra.attempt(state, limit, now);
-            after = state.horizonNs;
+        return state;
+    }
+
+    /**
+     * Returns the state of a key first seen at {@code now}: unused, or — less than {@code fenceNs} after the table was
+     * made — used with {@code TAT} at the fence's end and a horizon that covers it.
+     */
+    private Gcra.State fresh(GcraLimit limit, long now, long fenceNs) {
+        Gcra.State s = new Gcra.State(limit.horizonNs());
+        long ahead = fenceNs - (now - createdNs); // TAT − now for TAT = created + fence
+        if (fenceNs > 0 && ahead > 0) {
+            s.tat = now + ahead;
+            s.used = true;
+            s.horizonNs = Math.max(s.horizonNs, ahead);
         }
+        return s;
+    }
+
+    /**
+     * Moves the entry's expiry to a horizon a decision changed. The read that found the state set its expiry from the
+     * old horizon; a longer one must not let it expire with its debt (rate 1/s, group 1 then 4: the key started
+     * again with a full burst 0.9 s early, GcraTableTest), nor a reservation's slots be forgotten.
+     */
+    private void keepFor(String key, Gcra.State state, long before) {
+        long after = state.horizonNs; // volatile: a later decision's horizon, if one came between, is as good
         if (after != before) {
-            // the read above set the entry's expiry from the old horizon; a longer one must not let it expire with its
-            // debt (rate 1/s, group 1 then 4: the key started again with a full burst 0.9 s early, GcraTableTest)
-            String k = key;
-            held.policy().expireVariably().ifPresent(v -> v.setExpiresAfter(k, Math.max(1, after), TimeUnit.NANOSECONDS));
+            states.policy().expireVariably().ifPresent(v -> v.setExpiresAfter(key, Math.max(1, after),
+                    TimeUnit.NANOSECONDS));
         }
-        return result;
+    }
+
+    /**
+     * Returns how long ago, in ns of the table's ticker, the table was made (the start of this incarnation's state):
+     * {@code now − S}. A restart fence of {@code F} ns is in force while this is below {@code F}.
+     *
+     * @param now monotonic time in ns
+     */
+    public long sinceCreatedNs(long now) {
+        return now - createdNs;
     }
 
     /**
@@ -195,7 +284,8 @@ public final class GcraTable {
      * incarnation's state of such a key (a limiter restarted, or the member that served it before) could still
      * have held a debt when this table started, and it was not carried over: the key began with a full burst.
      * Keys first seen later cannot have lost anything (any earlier debt had run out). An upper bound: a key never
-     * seen before counts too.
+     * seen before counts too. A key started behind a restart fence ({@link #attempt(String, GcraLimit, long, long)})
+     * did not begin with a burst and is not counted.
      */
     public long freshWithinHorizon() {
         return freshWithinHorizon.sum();
