@@ -3,6 +3,7 @@ package dev.levee.limiter;
 import dev.levee.core.Gcra;
 import dev.levee.core.GcraLimit;
 import dev.levee.core.GcraTable;
+import dev.levee.lease.RequestLeaseRules;
 import dev.levee.quota.QuotaConfig;
 import dev.levee.quota.ResolvedQuota;
 import dev.levee.s3.S3Operation;
@@ -15,6 +16,11 @@ import io.netty.buffer.ByteBuf;
  * is then decided on its own state and changes nothing of the answer but its shadow field (docs/decisions.md,
  * "Shadow quotas and RateLimit header fields").
  *
+ * <p>A limiter clients reach decides behind the restart fence of request leases (docs/design.md §12, "Fail
+ * closed"): a {@link #leasable} key first decided within {@link #LEASE_LIFETIME_NS} of the table's creation admits no
+ * request whose virtual time is before that instant, so that no slot or admission of a previous incarnation is
+ * doubled; keys that cannot be leased are decided exactly as before.
+ *
  * <p>Pure but for the table it is given: no metrics, no logs, no clock — every decision is fed its {@code now}.
  * Counting, statistics and the decision log are the caller's ({@link Checks}, the one decision point of the HTTP
  * and the wire handlers). Thread-safe as its table is. Allocates nothing when the quota's answer is shared (every
@@ -25,14 +31,53 @@ final class Decider {
     /** The GCRA state of shadow quotas is kept under its limit key with this prefix. */
     static final String SHADOW_KEY = "shadow:";
 
+    /**
+     * The longest a request lease's slots last after their grant, and the restart fence of a limiter that grants
+     * them: {@code F} of docs/design.md §12 ({@link RequestLeaseRules#DEFAULTS}, 200 ms).
+     */
+    static final long LEASE_LIFETIME_NS = RequestLeaseRules.DEFAULTS.maxLifetimeNs();
+
     private final GcraTable table;
+    /** The restart fence of leasable keys, ns after the table's creation; 0: none. */
+    private final long fenceNs;
 
     /**
+     * A decider without a restart fence (a limiter that no client reaches: tests, benchmarks).
+     *
      * @param table the GCRA state of every limit key (the enforced quota's under its limit key, a shadow quota's
      *              under {@link #SHADOW_KEY} + its limit key)
      */
     Decider(GcraTable table) {
+        this(table, false);
+    }
+
+    /**
+     * @param table  the GCRA state of every limit key (as above)
+     * @param fenced whether to decide behind the restart fence: true for a limiter clients reach (one a previous
+     *               incarnation of which may have granted leases), false for one no client reaches (a detached
+     *               limiter: tests, benchmarks). A {@link #leasable} key first decided within
+     *               {@link #LEASE_LIFETIME_NS} of the table's creation then gives no virtual time before that span's
+     *               end ({@link GcraTable#attempt(String, GcraLimit, long, long)}); other keys are never fenced
+     */
+    Decider(GcraTable table, boolean fenced) {
         this.table = table;
+        this.fenceNs = fenced ? LEASE_LIFETIME_NS : 0;
+    }
+
+    /**
+     * Tells whether a key may be leased (docs/design.md §12; docs/decisions.md, "Request leases: the limiter side"),
+     * and so is fenced after a restart: its enforced quota is {@link QuotaConfig#leaseEligible eligible}, has a burst
+     * ≥ 1 (a burst of 0 would exceed §5's bound by one per limiter) and a rate above 0, its {@code τ + T} fits the
+     * lease lifetime (the fence is then that lifetime, and no key waits longer after a restart), and it is not a
+     * warm-up self-check's. Depends on the limit key's quota and the group size only, never on the request's own
+     * object key: every decision on one limit key is fenced alike.
+     *
+     * @param resource the request's bucket (the warm-up's is never leased)
+     * @param limit    {@code rq.limit(g)}
+     */
+    static boolean leasable(QuotaConfig cfg, String resource, ResolvedQuota rq, GcraLimit limit) {
+        return rq.quota().burst() >= 1 && !limit.blocked() && limit.horizonNs() <= LEASE_LIFETIME_NS
+                && cfg.leaseEligible(rq) && !LimiterService.WARMUP_RESOURCE.equals(resource);
     }
 
     /**
@@ -55,7 +100,8 @@ final class Decider {
         long reset = 0;
         if (rq != null) {
             GcraLimit limit = rq.limit(g);
-            long r = table.attempt(rq.limitKey(), limit, now);
+            long r = table.attempt(rq.limitKey(), limit, now,
+                    fenceNs > 0 && leasable(cfg, resource, rq, limit) ? fenceNs : 0);
             ok = Gcra.admitted(r);
             retry = Gcra.retryAfterSeconds(r);
             remaining = ok ? r : 0;

@@ -157,6 +157,18 @@ public final class DecisionStats {
      * @param outcome what was decided
      */
     public void record(String ruleKey, Outcome outcome) {
+        record(ruleKey, outcome, 1);
+    }
+
+    /**
+     * Counts {@code count} decisions of one outcome at once: the slots of a request lease, counted as admitted when
+     * they are granted (docs/decisions.md, "Request leases: the limiter side").
+     *
+     * @param ruleKey the matched entry, an existing string
+     * @param outcome what was decided
+     * @param count   how many, ≥ 1
+     */
+    public void record(String ruleKey, Outcome outcome, long count) {
         if (ring.length == 0) {
             return;
         }
@@ -169,14 +181,14 @@ public final class DecisionStats {
                 }
                 s.reset(index);
             }
-            s.offered.update(ruleKey);
-            s.offeredTotal++;
+            s.offered.update(ruleKey, count);
+            s.offeredTotal += count;
             if (outcome == Outcome.REFUSED) {
-                s.refused.update(ruleKey);
-                s.refusedTotal++;
+                s.refused.update(ruleKey, count);
+                s.refusedTotal += count;
             } else if (outcome == Outcome.WOULD_REJECT) {
-                s.wouldReject.update(ruleKey);
-                s.wouldRejectTotal++;
+                s.wouldReject.update(ruleKey, count);
+                s.wouldRejectTotal += count;
             }
         }
     }

@@ -2,6 +2,7 @@ package dev.levee.limiter;
 
 import dev.levee.config.QuotaSource;
 import dev.levee.core.GcraTable;
+import dev.levee.lease.RequestLeaseWire;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
@@ -20,6 +21,17 @@ final class LimiterMetrics {
     private final MeterRegistry registry;
     private final Map<String, Map<String, Counter>> counters = new ConcurrentHashMap<>();
     private final Map<String, Map<String, Counter>> shadowCounters = new ConcurrentHashMap<>();
+    /** The results of a request-lease ask besides {@link RequestLeaseWire}'s reasons. */
+    static final String GRANTED = "granted";
+    static final String INVALID = "invalid";
+    /**
+     * Request-lease asks ({@code POST /v1/lease}) by result ({@link #GRANTED}, {@link RequestLeaseWire#NOT_LEASABLE},
+     * {@link RequestLeaseWire#FENCED}, {@link RequestLeaseWire#REFUSED}, {@link #INVALID}), each registered at once so
+     * that a scrape shows its 0.
+     */
+    final Map<String, Counter> leaseAsks;
+    /** Conformance slots granted in request leases. */
+    final Counter leaseSlots;
     /** Checks per {@code POST /v1/checks} batch or wire frame (the warm-up's aside). */
     final DistributionSummary batchSizes;
 
@@ -64,6 +76,18 @@ final class LimiterMetrics {
                 .description("0 while no configuration can be built (a key every decision needs is invalid and no"
                         + " earlier value is known): the limiter refuses everything and does not join the membership")
                 .tag("limiter", id).register(registry);
+        Map<String, Counter> asks = new java.util.HashMap<>();
+        for (String r : new String[] {GRANTED, RequestLeaseWire.NOT_LEASABLE, RequestLeaseWire.FENCED,
+                RequestLeaseWire.REFUSED, INVALID}) {
+            asks.put(r, Counter.builder("levee_limiter_lease_asks_total")
+                    .description("request-lease asks (POST /v1/lease) by result: granted, not_leasable, fenced (within"
+                            + " the restart fence), refused (no slot free yet), invalid (400)")
+                    .tag("result", r).register(registry));
+        }
+        this.leaseAsks = Map.copyOf(asks);
+        this.leaseSlots = Counter.builder("levee_limiter_lease_slots_total")
+                .description("conformance slots granted in request leases (each admits at most one request at a"
+                        + " client; slots unused at the end of their window are lost)").register(registry);
         FunctionCounter.builder("levee_limiter_state_lost_keys_total", service, LimiterService::lostKeys)
                 .description("keys first seen within one refill horizon (tau + T) after this limiter started: any state an"
                         + " earlier incarnation held for them was lost, and they began with a full burst (an upper bound)")

@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * <p>API: {@code POST /v1/check} with a {@link CheckRequest} → 200 accepted / 429 rejected (with
  * {@code Retry-After}) / 500 failed, body {@link CheckResponse}; malformed input → 400 naming the
  * field; {@code POST /v1/checks} with a {@link CheckBatch} decides several checks in one round trip;
- * {@code GET /v1/checks} with {@code Upgrade} switches to the check wire. {@code GET /health}, {@code GET /metrics},
+ * {@code GET /v1/checks} with {@code Upgrade} switches to the check wire; {@code POST /v1/lease} grants request leases. {@code GET /health}, {@code GET /metrics},
  * {@code GET /v1/stats}, {@code GET /v1/stats/history}. Every decision is logged on the
  * {@code levee.limiter.decision} logger with the resource and key in clear (escaped).
  *
@@ -45,6 +45,7 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Decision point and check endpoints</b> — {@link Checks}: JSON and binary {@code POST /v1/check(s)} and
  *       the wire's CHECKS frames; each check decided by the {@link Decider} at one reading of the injected
  *       {@link Ticker}, then counted, recorded and logged.</li>
+ *   <li><b>Request leases</b> — {@link LeaseGrants}: {@code POST /v1/lease}, slots reserved on the checks' table.</li>
  *   <li><b>Wire upgrade</b> — {@link WireUpgrade} (the HTTP/1.1 switch, {@link EarlyBytes} for frames sent behind
  *       it); the connection's frames — {@link WireHandler}.</li>
  *   <li><b>Warm-up</b> — {@link LimiterWarmup}: self-checks over HTTP and the wire before the limiter counts as
@@ -230,6 +231,7 @@ public final class LimiterService implements AutoCloseable {
      */
     public static final String WARMUP_RESOURCE = dev.levee.runtime.Warmup.RESOURCE;
 
+    private static final String LEASE = dev.levee.lease.RequestLeaseWire.PATH;
     private static final CharSequence ACCEPT_POST = io.vertx.core.http.HttpHeaders.createOptimized("Accept-Post");
     private static final CharSequence ACCEPT_POST_VALUE = io.vertx.core.http.HttpHeaders.createOptimized(BinaryChecks.ACCEPT_POST);
 
@@ -242,6 +244,7 @@ public final class LimiterService implements AutoCloseable {
     private final Heartbeats heartbeats;
     private final LimiterMetrics metrics;
     private final Checks checks;
+    private final LeaseGrants leases;
     private final WireUpgrade wire;
     private HttpServer server;
     private long maintenanceTimer = -1;
@@ -264,7 +267,8 @@ public final class LimiterService implements AutoCloseable {
         this.heartbeats = new Heartbeats(vertx, options.id(), options.observer(), options.heartbeat(),
                 options.warnInterval(), ticker);
         this.metrics = new LimiterMetrics(registry, options.id(), options.maxKeys(), table, config, this, heartbeats);
-        this.checks = new Checks(options.id(), config, new Decider(table), ticker, metrics, stats);
+        this.checks = new Checks(options.id(), config, new Decider(table, vertx != null), ticker, metrics, stats);
+        this.leases = new LeaseGrants(options.id(), config, table, ticker, metrics, stats);
         this.wire = new WireUpgrade(options.id(), checks, () -> stopping);
     }
 
@@ -355,6 +359,8 @@ public final class LimiterService implements AutoCloseable {
         } else if (path.equals("/v1/checks") && req.method() == HttpMethod.POST) {
             req.response().putHeader(ACCEPT_POST, ACCEPT_POST_VALUE);
             Http.withBody(req, CheckBatch.MAX_BODY, body -> checks.checkBatch(req, body));
+        } else if (path.equals(LEASE) && req.method() == HttpMethod.POST) {
+            Http.withBody(req, body -> leases.lease(req, body));
         } else if (path.equals("/health") && req.method() == HttpMethod.GET) {
             java.util.SortedMap<String, String> invalid = config.invalidKeys();
             boolean reachable = heartbeats.reachable();
@@ -370,9 +376,10 @@ public final class LimiterService implements AutoCloseable {
             Http.json(req.response(), 200, statsAnswer());
         } else if (path.equals("/v1/stats/history") && req.method() == HttpMethod.GET) {
             Http.json(req.response(), 200, historyAnswer());
-        } else if (path.equals("/v1/check") || path.equals("/v1/checks") || path.equals("/health")
+        } else if (path.equals("/v1/check") || path.equals("/v1/checks") || path.equals("/health") || path.equals(LEASE)
                 || path.equals("/metrics") || path.equals("/v1/stats") || path.equals("/v1/stats/history")) {
-            Http.error(req.response().putHeader("Allow", path.startsWith("/v1/check") ? "POST" : "GET"), 405,
+            boolean post = path.startsWith("/v1/check") || path.equals(LEASE);
+            Http.error(req.response().putHeader("Allow", post ? "POST" : "GET"), 405,
                     "method " + req.method() + " not allowed on " + path);
         } else {
             Http.error(req.response(), 404, "no such endpoint: " + req.method() + " " + LogText.escape(path, 200));
