@@ -15,7 +15,8 @@ import java.util.concurrent.atomic.LongAdder;
  * when its state equals that of a fresh key, so expiry never forgets a debt. A hard cap bounds the
  * table when more keys are active than that: eviction is Caffeine's weighted size policy (W-TinyLFU,
  * which admits by frequency and evicts by recency), chosen over a hand-written LRU; an evicted key
- * restarts with one burst. See docs/decisions.md.
+ * restarts with one burst, or, when decided behind a restart fence, no earlier than the latest TAT the cap evicted
+ * (a request lease's slots outlive their key's eviction: docs/design.md §12). See docs/decisions.md.
  *
  * <h2>Memory bound</h2>
  * The cap counts heap, not keys, so that long keys cannot exhaust it (issue 10): an entry holds about
@@ -65,6 +66,13 @@ public final class GcraTable {
     /** When the table was made (ticker ns): the start of this incarnation's state. */
     private final long createdNs;
     private final LongAdder rebuilds = new LongAdder();
+    /**
+     * The latest TAT of a state the cap evicted while it was still ahead of the clock ({@link #evicted}), and whether
+     * there was one: fenced keys made later start no earlier (a key's reserved slots outlive its eviction).
+     */
+    private volatile long evictedTat;
+    private volatile boolean evictedDebt;
+    private final Object evictedLock = new Object();
     /** Most keys seen held by {@link #cleanUp()} since the last rebuild; guarded by {@code this}. */
     private long mostKeys;
 
@@ -90,6 +98,7 @@ public final class GcraTable {
                         }
                     } else if (cause == RemovalCause.SIZE) {
                         evictions.increment();
+                        evicted(state);
                     }
                 })
                 .build();
@@ -247,12 +256,41 @@ public final class GcraTable {
     private Gcra.State fresh(GcraLimit limit, long now, long fenceNs) {
         Gcra.State s = new Gcra.State(limit.horizonNs());
         long ahead = fenceNs - (now - createdNs); // TAT − now for TAT = created + fence
+        if (fenceNs > 0 && evictedDebt) {
+            ahead = Math.max(ahead, evictedTat - now); // an evicted key may be this one: its slots may be in use
+        }
         if (fenceNs > 0 && ahead > 0) {
             s.tat = now + ahead;
             s.used = true;
             s.horizonNs = Math.max(s.horizonNs, ahead);
         }
         return s;
+    }
+
+    /**
+     * Notes a state the cap evicted (docs/design.md §12, "What the integration must do"): a key evicted with its TAT
+     * ahead of the clock may have slots of a lease outstanding, and would start again with a full burst. The eviction
+     * is treated as a restart of that key: since the table does not keep the key, every key decided behind a fence
+     * ({@link #attempt(String, GcraLimit, long, long)}, {@link #reserve}) that is made before the latest such TAT
+     * starts at it. Keys decided without a fence are not affected (they restart with one burst, as before).
+     */
+    private void evicted(Gcra.State state) {
+        long tat;
+        boolean used;
+        synchronized (state) {
+            tat = state.tat;
+            used = state.used;
+        }
+        long now = ticker.read();
+        if (!used || tat - now <= 0) {
+            return;
+        }
+        synchronized (evictedLock) { // not the table's monitor: cleanUp holds it while Caffeine's own lock is taken
+            if (!evictedDebt || tat - evictedTat > 0) {
+                evictedTat = tat;
+                evictedDebt = true;
+            }
+        }
     }
 
     /**

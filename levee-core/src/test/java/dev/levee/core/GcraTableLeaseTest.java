@@ -97,6 +97,33 @@ class GcraTableLeaseTest {
     }
 
     /**
+     * A key the cap evicts with slots outstanding is treated as restarted (docs/design.md §12): a fenced key made
+     * before the evicted TAT starts at it, so the new v's stay T apart from the evicted slots; unfenced keys start
+     * with a full burst as before.
+     */
+    @Test
+    void aKeyEvictedWithReservedSlotsStartsAgainAfterThem() {
+        AtomicLong clock = new AtomicLong(-FENCE);
+        GcraTable table = GcraTable.create(clock::get, 1);
+        GcraLimit limit = GcraLimit.of(100, 3, 1); // T = 10 ms, τ = 20 ms
+        long now = clock.addAndGet(FENCE);
+        assertThat(table.reserve("leased", limit, now, 0, 10, FENCE).slots()).isEqualTo(10); // TAT = now + 100 ms
+        for (int i = 0; i < 50 && table.peek("leased") != null; i++) {
+            table.attempt("other", limit, now); // W-TinyLFU admits it over "leased" once it is used more often
+            table.cleanUp();
+        }
+        assertThat(table.peek("leased")).as("evicted by the cap of one key").isNull();
+        assertThat(table.evictions()).isPositive();
+        clock.addAndGet(10 * MS);
+        now = clock.get();
+        assertThat(table.attempt("plain", limit, now)).as("unfenced: a full burst, as before").isEqualTo(2);
+        assertThat(table.attempt("leased", limit, now, FENCE)).as("refused until the evicted TAT − τ")
+                .isEqualTo(-70 * MS);
+        assertThat(table.reserve("leased", limit, now + 70 * MS, 0, 1, FENCE).firstNs()).as("v_1 = the evicted TAT")
+                .isEqualTo(20 * MS);
+    }
+
+    /**
      * The restart fence against a model of the old incarnation: whatever an incarnation admitted and granted before it
      * ended (at E), a new table made at S ≥ E and deciding every key behind the fence F gives no virtual time closer
      * than T to any of the old ones, for keys whose τ + T ≤ F (docs/design.md §12: old slots have v ≤ E + F − T, old
