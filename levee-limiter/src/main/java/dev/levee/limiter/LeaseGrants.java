@@ -12,7 +12,10 @@ import dev.levee.runtime.Http;
 import dev.levee.runtime.Json;
 import dev.levee.runtime.LogText;
 import dev.levee.s3.S3Operation;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServerRequest;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,6 +57,18 @@ final class LeaseGrants {
         this.ticker = ticker;
         this.metrics = metrics;
         this.stats = stats;
+    }
+
+    /**
+     * Completes once this incarnation's restart fence has passed by the ticker (a timer for what is left of it): a
+     * started limiter counts as started — heartbeats, {@code /health} 200, the start's future — only then, so that
+     * clients that find it through the membership never meet the fence (docs/decisions.md, "Request leases: the
+     * limiter side"). The warm-up usually covers it; checks that arrive earlier are fenced by the {@link Decider}.
+     */
+    Future<Void> fencePassed(Vertx vertx) {
+        long left = Decider.LEASE_LIFETIME_NS - table.sinceCreatedNs(ticker.read());
+        return left <= 0 ? Future.succeededFuture()
+                : vertx.timer((left + 999_999) / 1_000_000, TimeUnit.MILLISECONDS).mapEmpty();
     }
 
     /** {@code POST /v1/lease}: 200 with the grant or refusal; a malformed ask → 400 naming the field. */

@@ -295,7 +295,7 @@ public final class LimiterService implements AutoCloseable {
      * Starts a limiter.
      *
      * @param config supplies the configuration snapshot in force; read once per decision
-     * @return the running service once it listens
+     * @return the running service once it listens, is warmed up and its restart fence passed
      */
     public static Future<LimiterService> start(Vertx vertx, Options options, QuotaSource config,
                                                Ticker ticker, MeterRegistry registry) {
@@ -308,7 +308,7 @@ public final class LimiterService implements AutoCloseable {
      * @param config supplies the configuration snapshot in force; read once per decision
      * @param ticker the monotonic clock of every part (GCRA, statistics, warm-up, warnings)
      * @param stats  the hot-resources statistics' settings ({@link DecisionStats#DEFAULTS} by default)
-     * @return the running service once it listens
+     * @return the running service once it listens, is warmed up and its restart fence passed ({@link LeaseGrants})
      */
     public static Future<LimiterService> start(Vertx vertx, Options options, QuotaSource config,
                                                Ticker ticker, MeterRegistry registry, DecisionStats.Options stats) {
@@ -325,7 +325,7 @@ public final class LimiterService implements AutoCloseable {
                     : new HostPort(options.listen().host(), server.actualPort());
             return new LimiterWarmup(vertx, options.id(), config, ticker).run(options.warmup(), options.listen().host(),
                     server.actualPort());
-        }).map(v -> {
+        }).compose(v -> s.leases.fencePassed(vertx)).map(v -> {
             s.warmupFreshKeys = s.table.freshWithinHorizon();
             s.serving = true;
             // issue 22 item 8: state is not carried across restarts; say so, and count what it may have cost

@@ -193,6 +193,22 @@ class LeaseGrantsTest {
         assertThat(check("hot", "k")).isEqualTo(429);
     }
 
+    /**
+     * A limiter counts as started only once its fence has passed (no warm-up here to cover it): a client that finds it
+     * through the membership, or a test that checks as soon as {@code start} completes, never meets the fence.
+     */
+    @Test
+    void startCompletesOnceTheFenceHasPassed() throws Exception {
+        long before = System.nanoTime();
+        LimiterService real = LimiterService.start(vertx, new LimiterService.Options("lim-2",
+                        new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000),
+                new StaticQuotaSource(QuotaConfigLoader.parse(QUOTAS, "test")), dev.levee.runtime.SystemTicker.INSTANCE,
+                new SimpleMeterRegistry()).await(10, TimeUnit.SECONDS);
+        assertThat(System.nanoTime() - before).as("start took the fence").isGreaterThanOrEqualTo(FENCE);
+        assertThat(real.decide(QuotaConfigLoader.parse(QUOTAS, "test"), "hot", "k",
+                dev.levee.s3.S3Operation.GetObject, 1).result()).as("a leasable key, decided at once").isEqualTo("accepted");
+    }
+
     @Test
     void malformedAsksAre400NamingTheField() throws Exception {
         String good = ask("hot", 5, "c");
