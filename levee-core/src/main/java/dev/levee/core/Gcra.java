@@ -46,6 +46,8 @@ public final class Gcra {
         boolean used;
         GcraLimit limit;
         volatile long horizonNs;
+        /** Whether a reservation was ever granted on this state ({@link GcraTable#reserve}): slots may be in use. */
+        boolean leased;
 
         /** Creates the state of a fresh key, expiring {@code horizonNs} after its last use. */
         public State(long horizonNs) {

@@ -67,8 +67,8 @@ public final class GcraTable {
     private final long createdNs;
     private final LongAdder rebuilds = new LongAdder();
     /**
-     * The latest TAT of a state the cap evicted while it was still ahead of the clock ({@link #evicted}), and whether
-     * there was one: fenced keys made later start no earlier (a key's reserved slots outlive its eviction).
+     * The latest TAT of a leased state the cap evicted while it was still ahead of the clock ({@link #evicted}), and
+     * whether there was one: fenced keys made later start no earlier (a key's reserved slots outlive its eviction).
      */
     private volatile long evictedTat;
     private volatile boolean evictedDebt;
@@ -216,6 +216,7 @@ public final class GcraTable {
         synchronized (state) {
             before = state.horizonNs;
             result = Gcra.reserve(state, limit, now, leadNs, slots, maxLifetimeNs);
+            state.leased |= result.granted();
         }
         keepFor(key, state, before);
         return result;
@@ -268,21 +269,21 @@ public final class GcraTable {
     }
 
     /**
-     * Notes a state the cap evicted (docs/design.md §12, "What the integration must do"): a key evicted with its TAT
-     * ahead of the clock may have slots of a lease outstanding, and would start again with a full burst. The eviction
-     * is treated as a restart of that key: since the table does not keep the key, every key decided behind a fence
-     * ({@link #attempt(String, GcraLimit, long, long)}, {@link #reserve}) that is made before the latest such TAT
-     * starts at it. Keys decided without a fence are not affected (they restart with one burst, as before).
+     * Notes a state the cap evicted (docs/design.md §12, "What the integration must do"): a key that was leased
+     * ({@link #reserve}) and is evicted with its TAT ahead of the clock may have slots outstanding, and would start
+     * again with a full burst. The eviction is treated as a restart of that key: since the table does not keep the
+     * key, every key decided behind a fence ({@link #attempt(String, GcraLimit, long, long)}, {@link #reserve}) that
+     * is made before the latest such TAT starts at it. A key never leased restarts with one burst, as before (a flood
+     * of per-request keys that evicts its own keys fences nothing), and so do keys decided without a fence.
      */
     private void evicted(Gcra.State state) {
         long tat;
-        boolean used;
+        boolean leased;
         synchronized (state) {
             tat = state.tat;
-            used = state.used;
+            leased = state.leased;
         }
-        long now = ticker.read();
-        if (!used || tat - now <= 0) {
+        if (!leased || tat - ticker.read() <= 0) {
             return;
         }
         synchronized (evictedLock) { // not the table's monitor: cleanUp holds it while Caffeine's own lock is taken

@@ -123,6 +123,20 @@ class GcraTableLeaseTest {
                 .isEqualTo(20 * MS);
     }
 
+    /** Keys never leased that the cap evicts fence nothing: a flood of new keys gets a full burst each, as before. */
+    @Test
+    void evictingKeysThatWereNeverLeasedFencesNothing() {
+        AtomicLong clock = new AtomicLong();
+        GcraTable table = GcraTable.create(clock::get, 1);
+        GcraLimit limit = GcraLimit.of(100, 3, 1);
+        long now = clock.addAndGet(FENCE);
+        for (int i = 0; i < 20; i++) {
+            assertThat(table.attempt("flood-" + i, limit, now, FENCE)).as("flood-%d", i).isEqualTo(2);
+            table.cleanUp();
+        }
+        assertThat(table.evictions()).isPositive();
+    }
+
     /**
      * The restart fence against a model of the old incarnation: whatever an incarnation admitted and granted before it
      * ended (at E), a new table made at S ≥ E and deciding every key behind the fence F gives no virtual time closer
