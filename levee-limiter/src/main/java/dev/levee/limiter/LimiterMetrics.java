@@ -14,7 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The meters of a limiter ({@code GET /metrics}): its gauges of the key table, the configuration and the
  * membership, registered once, and the decision counters by result and level, registered on first use. Every
- * meter carries the tag {@code limiter=<id>} but the decision counters.
+ * meter carries the tag {@code limiter=<id>} but the decision and lease counters.
  */
 final class LimiterMetrics {
 

@@ -330,7 +330,8 @@ public final class LimiterService implements AutoCloseable {
             s.serving = true;
             // issue 22 item 8: state is not carried across restarts; say so, and count what it may have cost
             LOG.info("limiter {} starts with empty GCRA state: keys an earlier incarnation (or another limiter) held"
-                    + " in debt begin again with a full burst; keys first seen within one refill horizon are counted in"
+                    + " in debt begin again with a full burst (keys that may be leased: 200 ms after the start, without"
+                    + " one); keys first seen within one refill horizon are counted in"
                     + " levee_limiter_state_lost_keys_total", options.id());
             s.heartbeats.start(s.advertised);
             LOG.info("limiter {} listening on {}", options.id(), s.advertised);
