@@ -71,7 +71,10 @@ final class LeaseGrants {
                 : vertx.timer((left + 999_999) / 1_000_000, TimeUnit.MILLISECONDS).mapEmpty();
     }
 
-    /** {@code POST /v1/lease}: 200 with the grant or refusal; a malformed ask → 400 naming the field. */
+    /**
+     * {@code POST /v1/lease}: 200 with the grant or refusal; a malformed ask → 400 naming the field; a decision that
+     * fails unexpectedly → 500 (logged with its cause, as a failed check is).
+     */
     void lease(HttpServerRequest req, byte[] body) {
         QuotaConfig cfg = config.current(); // one snapshot per ask, as per check
         RequestLeaseWire.Ask ask;
@@ -88,7 +91,13 @@ final class LeaseGrants {
             Http.error(req.response(), 400, e.getMessage());
             return;
         }
-        Http.json(req.response(), 200, decide(cfg, ask, op, ticker.read()));
+        try {
+            Http.json(req.response(), 200, decide(cfg, ask, op, ticker.read()));
+        } catch (RuntimeException e) {
+            LOG.error("lease decision failed resource={} key={} op={}", LogText.escape(ask.resource()),
+                    LogText.escape(ask.key()), op, e);
+            Http.error(req.response(), 500, "lease decision failed");
+        }
     }
 
     /**

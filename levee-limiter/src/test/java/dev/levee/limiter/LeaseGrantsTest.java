@@ -48,6 +48,8 @@ class LeaseGrantsTest {
                 quota: {rate: 100, burst: 0}
               slow:
                 quota: {rate: 1, burst: 5}
+              blocked:
+                quota: {rate: 0, burst: 3}
               trial:
                 quota: {rate: 100, burst: 3}
                 prefixes:
@@ -157,11 +159,12 @@ class LeaseGrantsTest {
         assertThat(lease("off", 5)).as("lease: false").isEqualTo(no);
         assertThat(lease("zero", 5)).as("burst 0").isEqualTo(no);
         assertThat(lease("slow", 5)).as("τ + T = 5 s, beyond the 200 ms lifetime").isEqualTo(no);
+        assertThat(lease("blocked", 5)).as("rate 0").isEqualTo(no);
         assertThat(lease("other", 5)).as("no enforced quota (the default is a shadow quota)").isEqualTo(no);
         assertThat(lease(LimiterService.WARMUP_RESOURCE, 5)).as("the warm-up's self-checks").isEqualTo(no);
         HttpResponse<String> shadowed = post(RequestLeaseWire.PATH, ask("trial", 5, "c").replace("\"k\"", "\"t/x\""));
         assertThat(shadowed.body()).as("a shadow quota decides the request too").contains("\"not_leasable\"");
-        assertThat(asks("not_leasable")).isEqualTo(6);
+        assertThat(asks("not_leasable")).isEqualTo(7);
         assertThat(limiter.table().peek("resource:off")).as("nothing reserved").isNull();
     }
 
@@ -216,7 +219,7 @@ class LeaseGrantsTest {
                 {good.replace(",\"slots\":5", ""), "'slots' is missing"},
                 {good.replace("\"slots\":5", "\"slots\":0"), "'slots' must be between 1 and 4096, got 0"},
                 {good.replace("\"slots\":5", "\"slots\":5000"), "'slots' must be between 1 and 4096, got 5000"},
-                {good.replace("\"slots\":5", "\"slots\":\"x\""), "slots"},
+                {good.replace("\"slots\":5", "\"slots\":\"x\""), "field 'slots'"},
                 {good.replace("\"slots\":5", "\"slots\":5,\"extra\":1"), "unknown field 'extra'"},
                 {good.replace("\"g\":1", "\"g\":5"), "field 'g' must be between 1 and the factor 4, got 5"},
                 {good.replace("\"resource\":\"hot\",", ""), "field 'resource' is missing"},
