@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * <p>API: {@code POST /v1/check} with a {@link CheckRequest} → 200 accepted / 429 rejected (with
  * {@code Retry-After}) / 500 failed, body {@link CheckResponse}; malformed input → 400 naming the
  * field; {@code POST /v1/checks} with a {@link CheckBatch} decides several checks in one round trip;
- * {@code GET /v1/checks} with {@code Upgrade} switches to the check wire; {@code POST /v1/lease} grants request leases. {@code GET /health}, {@code GET /metrics},
+ * {@code GET /v1/checks} with {@code Upgrade} switches to the check wire; {@code POST /v1/lease} grants request
+ * leases ({@link LeaseGrants}). {@code GET /health}, {@code GET /metrics},
  * {@code GET /v1/stats}, {@code GET /v1/stats/history}. Every decision is logged on the
  * {@code levee.limiter.decision} logger with the resource and key in clear (escaped).
  *
