@@ -89,8 +89,14 @@ class RequestLeaseModelTest {
     }
 
     /**
-     * Clients that each demand 1.5 × the rate (a closed loop sends again as soon as it is refused), with round trips
-     * far below τ + T and no faults, are admitted at least 0.97 × the rate over 9 s, mostly from leases.
+     * Clients that each demand 2 × the rate (Poisson arrivals), with round trips far below τ + T and no faults,
+     * are admitted at least 0.97 × the rate over 9 s, mostly from leases.
+     *
+     * <p>Not 1.5 ×: Poisson arrivals at 1.5 × leave lulls that a small burst cannot bridge, per request as much as
+     * leased. At 50 req/s, g = 1, burst 5, over seeds 1–300 of this model: per request (no key leased) 4 runs of
+     * 300 fell below 0.97 (the lowest 0.964), leased none (the lowest 0.976); at 2 × neither did (the lowest 0.989
+     * and 0.996). jqwik found a leased run at 0.965 (seed 233). The closed loops of the integration tests offer far
+     * more than 2 × (a refused client sends again at once).
      */
     @Property(tries = 30)
     void hotKeyUsesItsRate(
@@ -102,7 +108,7 @@ class RequestLeaseModelTest {
             @ForAll long seed) {
         int burst = Math.max(GcraLimit.minimumBurst(rate, factor), (int) Math.round(rate / factor * 0.1));
         RequestLeaseModel.Knobs k = new RequestLeaseModel.Knobs(clients, 4, factor, rate, burst, rho, 100_000,
-                oneWay / 2, oneWay, 0, 0, 1.5 * clients, false, false, false, false, false, 0, 10_000 * MS);
+                oneWay / 2, oneWay, 0, 0, 2.0 * clients, false, false, false, false, false, 0, 10_000 * MS);
         RequestLeaseModel m = new RequestLeaseModel(seed, k, rules(rho, k.marginNs())).run();
         assertThat(m.violation).isNull();
         assertThat(m.admittedRate()).as("admitted/s at rate %s, g %s, burst %s", rate, factor, burst)
