@@ -10,10 +10,13 @@
 #   /cosocket/  the same with rate.lua's cosocket transport: levee-line/1 over pooled connections to the
 #               same levee-client's --line-listen, no subrequest (docs/nginx.md, "Transports")
 #   /ideal/     rate.lua with the same check location answered by NGINX itself: the bound for any levee-client
+#   /lease/     rate.lua asking a second levee-client started with --leases (issue 23): the hot bucket's checks are
+#               admitted from request leases, without a limiter per check (docs/design.md §12)
 # (No /ideal-cosocket/ row: a null line server inside NGINX would need the stream module, which Debian ships
 # apart (libnginx-mod-stream), and stream's `return` closes the connection after each answer, so it would
 # measure a connect per check rather than a pooled check.)
-# Levee runs as in production: observer, two limiters and levee-client as separate processes.
+# Levee runs as in production: observer, two limiters and levee-client as separate processes (and the second
+# levee-client of /lease/).
 # Each location gets a closed-loop run at --conns connections (throughput) and one at a single
 # connection (latency of one request at a time). A fourth row sends the check alone, straight to
 # levee-client, to split Levee's cost between NGINX's subrequest and levee-client + limiter.
@@ -22,7 +25,7 @@
 # Environment: WORKERS (NGINX worker_processes, default 1), LOG_LEVEL (levee roles, default INFO),
 # CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
-# ROWS (locations measured, default "none limitreq levee cosocket ideal client"),
+# ROWS (locations measured, default "none limitreq levee cosocket ideal lease client"),
 # OPEN_LOOP=1 adds open-loop rows at OPEN_LOOP_FRACTION (default 0.5) of /levee/'s rate (OPEN_LOOP_DURATION, default 15s, after 15 s of warm-up each;
 # OPEN_LOOP_ROUNDS, default 2) through `levee bench http` on Epsilon, or through wrk2 (a C generator, open loop,
 # latency from the scheduled send time, its first 10 s of calibration discarded) when WRK2 names its binary,
@@ -84,10 +87,12 @@ wait_for() { # port path what
 LEVEE=("$ROOT/levee")
 LIMITER_PIDS=()
 OBS=$(free_port); L1=$(free_port); L2=$(free_port); CLIENT=$(free_port); S3=$(free_port); TINY=$(free_port)
-LINE=$(free_port)
+LINE=$(free_port); LEASE_CLIENT=$(free_port)
+# a generous quota that never refuses; a burst of 50 000 keeps τ + T at 100 ms, within the 200 ms a request lease
+# may last (a key with a longer τ + T is never leased, docs/design.md §12)
 cat > "$WORK/quotas.yaml" <<EOF
 factor: 2
-default: {rate: 1000000, burst: 100000}
+default: {rate: 1000000, burst: 50000}
 EOF
 
 "${LEVEE[@]}" --version >/dev/null # builds the jar once if needed
@@ -106,7 +111,12 @@ LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${CLIENT_JAVA_OPTS//%r/client}" "${LEVEE[@
   --log-level "$LEVEL" ${CLIENT_OPTS:-} &
 PIDS+=($!)
 CLIENT_PID=$!
+LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${CLIENT_JAVA_OPTS//%r/lease-client}" "${LEVEE[@]}" client --listen "127.0.0.1:$LEASE_CLIENT" --observer "127.0.0.1:$OBS" \
+  --leases --quotas "$WORK/quotas.yaml" --log-target "file:$WORK/logs/lease-client.log" --log-level "$LEVEL" ${CLIENT_OPTS:-} &
+PIDS+=($!)
+LEASE_CLIENT_PID=$!
 wait_for "$CLIENT" /health levee-client
+wait_for "$LEASE_CLIENT" /health "levee-client --leases"
 
 "${LEVEE[@]}" nginx-config --part lua > "$WORK/lua/rate.lua"
 {
@@ -125,6 +135,10 @@ http {
     access_log off;
 $("${LEVEE[@]}" nginx-config --part http --client "127.0.0.1:$CLIENT" --lua-dir "$WORK/lua")
     limit_req_zone \$binary_remote_addr zone=bench:1m rate=1000000r/s;
+    upstream levee_lease {
+        server 127.0.0.1:$LEASE_CLIENT;
+        keepalive 32;
+    }
     upstream tiny {
         server 127.0.0.1:$TINY;
         keepalive 64;
@@ -162,6 +176,12 @@ $("${LEVEE[@]}" nginx-config --part check | awk '/^location = /,/^}/' | sed -e '
             access_by_lua_block { require("rate").attempt("/.ideal") }
             proxy_pass http://tiny;
         }
+        # the generated check location, pointed at the levee-client with --leases
+$("${LEVEE[@]}" nginx-config --part check | awk '/^location = /,/^}/' | sed -e 's|^location = /.levee|location = /.lease|' -e 's|http://levee_client/v1/s3check|http://levee_lease/v1/s3check|')
+        location /lease/ {
+            access_by_lua_block { require("rate").attempt("/.lease") }
+            proxy_pass http://tiny;
+        }
     }
 }
 EOF
@@ -170,7 +190,7 @@ EOF
 PIDS+=($!)
 NGINX_PID=$!
 wait_for "$S3" /none/x nginx
-for loc in none limitreq levee cosocket ideal; do
+for loc in none limitreq levee cosocket ideal lease; do
   [ "$(http_status "$S3" "/$loc/x")" = 200 ] || { echo "/$loc/ does not answer 200" >&2; KEEP=1; exit 1; }
 done
 
@@ -178,6 +198,7 @@ LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "warming up the JVMs for $WARMUP through each transport..." >&2
 wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/levee/warm" >/dev/null
 wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/cosocket/warm" >/dev/null
+wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/lease/warm" >/dev/null
 
 to_ms() { # wrk latency such as 812.00us, 1.23ms, 2.00s
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
@@ -203,17 +224,18 @@ ticks() {
 }
 busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 HZ="$(getconf CLK_TCK)"
-LOCS="${ROWS:-none limitreq levee cosocket ideal client}"
+LOCS="${ROWS:-none limitreq levee cosocket ideal lease client}"
 declare -A RPS P50 P99 ERR CPU_NGINX CPU_CLIENT CPU_LIMITERS CPU_ALL
 run() { # name conns
-  local out n0 c0 l0 a0 n1 c1 l1 a1 t0 t1
-  n0=$(ticks "$NGINX_PID"); c0=$(ticks "$CLIENT_PID"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy); t0=$(date +%s%N)
+  local out n0 c0 l0 a0 n1 c1 l1 a1 t0 t1 cpid="$CLIENT_PID"
+  [ "$1" = lease ] && cpid="$LEASE_CLIENT_PID" # the row's own levee-client
+  n0=$(ticks "$NGINX_PID"); c0=$(ticks "$cpid"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy); t0=$(date +%s%N)
   if [ "$1" = client ]; then
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency -s "$WORK/check.lua" "http://127.0.0.1:$CLIENT")"
   else
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency "http://127.0.0.1:$S3/$1/obj")"
   fi
-  t1=$(date +%s%N); n1=$(ticks "$NGINX_PID"); c1=$(ticks "$CLIENT_PID"); l1=$(ticks "${LIMITER_PIDS[@]}"); a1=$(busy)
+  t1=$(date +%s%N); n1=$(ticks "$NGINX_PID"); c1=$(ticks "$cpid"); l1=$(ticks "${LIMITER_PIDS[@]}"); a1=$(busy)
   echo "$out" > "$WORK/logs/wrk-$1-c$2.txt"
   local reqs
   reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
@@ -280,7 +302,22 @@ echo "checks decided over the whole run (warm-up included): levee-client $SERVED
 echo "(check alone) = wrk straight to levee-client's GET /v1/s3check with the headers rate.lua's subrequest sends"
 echo "/ideal/ = rate.lua and the generated check location, answered by NGINX itself (a levee-client that costs nothing)"
 echo "/cosocket/ = rate.lua's cosocket transport to the same levee-client's line endpoint (no subrequest)"
+echo "/lease/ = rate.lua asking a second levee-client with --leases: hot keys admitted from request leases"
 ratio() { awk -v a="${RPS[$1]:-}" -v b="${RPS[$2]:-}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
+SERVED_LEASE="$(served "$LEASE_CLIENT" levee_client_results_total)"
+exec 3<>"/dev/tcp/127.0.0.1/$LEASE_CLIENT"
+printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+FROM_LEASES="$(awk '$1 ~ /^levee_client_lease_admissions_total\{/ && $1 ~ /result="admitted"/ { n += $2 } END { printf "%.0f", n }' <&3)"
+exec 3>&-
+echo "levee-client --leases decided $SERVED_LEASE checks over the whole run, $FROM_LEASES of them from leases"
+for c in "$CONNS" 1; do
+  [ -n "${RPS[lease.$c]:-}" ] || continue
+  cpu_ratio="$(awk -v a="${CPU_CLIENT[lease.$c]}" -v l="${CPU_LIMITERS[lease.$c]}" -v n="${CPU_NGINX[none.$c]:-}" 'BEGIN { if (n > 0) printf "%.2f", (a + l) / n; else print "-" }')"
+  echo "connections $c: /lease/ $(ratio "lease.$c" "none.$c")x /none/ throughput, $(ratio "lease.$c" "levee.$c")x /levee/;" \
+    "levee-client + limiters CPU per check $cpu_ratio x NGINX's per /none/ request;" \
+    "p50 over /none/: /lease/ $(awk -v a="${P50[lease.$c]}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms," \
+    "/levee/ $(awk -v a="${P50[levee.$c]}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms"
+done
 for c in "$CONNS" 1; do
   [ -n "${RPS[cosocket.$c]:-}" ] || continue
   echo "connections $c: /cosocket/ throughput $(ratio "cosocket.$c" "levee.$c")x /levee/, $(ratio "cosocket.$c" "ideal.$c")x /ideal/," \

@@ -166,7 +166,7 @@ final class LeaseAdmission {
         }
         if (ask != null) {
             for (LeaseAsks.Member m : ask) {
-                asks.send(k, m, c, rq.limitKey(), g, slots, epoch, limit);
+                asks.send(k, m, c, rq.limitKey(), g, slots, sizer.leadNs(look.rate(), g, limit, slots), epoch, limit);
             }
         }
         if (used != null) {

@@ -145,17 +145,18 @@ final class LeaseAsks {
      * Asks member {@code m} for {@code slots} slots of the key of {@code c}; its answer is offered to {@code k}'s
      * holder. {@code m} is marked in flight by the caller.
      *
+     * @param leadNs   the lead to ask for ({@code LeaseSizer.leadNs}: the first slot usable on arrival), ns, ≥ 0
      * @param epoch    the client's epoch at the send
      * @param expected the client's own per-limiter limit of the key for group size {@code g}
      */
-    void send(LeaseAdmission.KeyLease k, Member m, S3Classification c, String limitKey, int g, int slots,
+    void send(LeaseAdmission.KeyLease k, Member m, S3Classification c, String limitKey, int g, int slots, long leadNs,
               RequestLease.Epoch epoch, GcraLimit expected) {
         HostPort addr;
         byte[] body;
         try {
             addr = HostPort.parse(m.address, "limiter address");
             body = Json.MAPPER.writeValueAsBytes(new RequestLeaseWire.Ask(c.resource(), c.key(), c.operation().name(), g,
-                    slots, 0L, client));
+                    slots, Math.min(leadNs, RequestLeaseWire.Ask.MAX_LEAD_NS), client));
         } catch (IllegalArgumentException | com.fasterxml.jackson.core.JsonProcessingException e) {
             answered(k, m, limitKey, epoch, expected, 0, Future.failedFuture(e));
             return;

@@ -186,7 +186,7 @@ class LeaseAdmissionTest {
             assertThat(ask.key()).isEqualTo("k");
             assertThat(ask.operation()).isEqualTo("GetObject");
             assertThat(ask.g()).isEqualTo(1);
-            assertThat(ask.lead()).isZero();
+            assertThat(ask.lead()).as("a lead of τ: the first slot usable on arrival").isEqualTo(LIMIT.toleranceNs());
             assertThat(ask.problem()).isNull();
             for (int i = 0; i < 20; i++) {
                 clock.addAndGet(10 * US);

@@ -76,6 +76,33 @@ public record LeaseSizer(long windowNs, double thresholdPerSecond, int maxSlots)
         return (int) Math.max(1, Math.min(cap, want));
     }
 
+    /**
+     * Returns the lead to ask for with a grant of {@code slots} slots: how far after the limiter's decision the first
+     * slot's virtual time should lie, {@code min(τ, 2 × slots / (observed / g))} ns (docs/design.md §12, "Lead").
+     *
+     * <p>A slot may be used from {@code τ} before its virtual time to {@code T} after it. On a key used below its
+     * rate the reservation starts at {@code now + lead}, so without a lead each slot would be gone {@code T} after
+     * now, before this client, at its own rate, reached it; twice the time it needs for the slots keeps them until
+     * used. On a saturated key the slots start at TAT, about {@code τ} ahead, and a lead changes nothing; a lead
+     * longer than {@code TAT − now} skips the capacity between them, which is why it is not always {@code τ}.
+     *
+     * @param observedPerSecond the key's rate at this client, requests/s, finite, &gt; 0
+     * @param groupSize         {@code g}, ≥ 1
+     * @param limit             the per-limiter limit of the key (not blocked)
+     * @param slots             the slots asked for, ≥ 1
+     * @return the lead, ns, in {@code [0, τ]}
+     * @throws IllegalArgumentException when an argument is out of range
+     */
+    public long leadNs(double observedPerSecond, int groupSize, GcraLimit limit, int slots) {
+        checkRate(observedPerSecond);
+        if (!(observedPerSecond > 0) || groupSize < 1 || slots < 1 || limit.blocked()) {
+            throw new IllegalArgumentException("lead needs a rate > 0, g >= 1, slots >= 1 and a limit that is not"
+                    + " blocked, got " + observedPerSecond + ", " + groupSize + ", " + slots);
+        }
+        double need = 2e9 * slots * groupSize / observedPerSecond;
+        return (long) Math.min(limit.toleranceNs(), need);
+    }
+
     private static void checkRate(double observedPerSecond) {
         if (!(observedPerSecond >= 0) || Double.isInfinite(observedPerSecond)) {
             throw new IllegalArgumentException("observed rate must be a finite number >= 0 requests/s, got "

@@ -37,4 +37,20 @@ class LeaseSizerTest {
         assertThatThrownBy(() -> s.slots(1, 0, limit)).hasMessageContaining("group size");
         assertThatThrownBy(() -> s.slots(1, 1, GcraLimit.of(0, 1, 1))).hasMessageContaining("blocked");
     }
+
+    @Test
+    void theLeadCoversTwiceTheTimeTheClientNeedsForItsSlotsAtMostTau() {
+        LeaseSizer s = LeaseSizer.DEFAULTS;
+        // 1 M req/s over 2 limiters, burst 50 000: T 2 µs, τ ≈ 100 ms; a client at 20 000 req/s asks for 500 slots
+        GcraLimit idle = GcraLimit.of(1_000_000, 50_000, 2);
+        int slots = s.slots(20_000, 2, idle);
+        assertThat(slots).isEqualTo(500);
+        assertThat(s.leadNs(20_000, 2, idle, slots)).isEqualTo(idle.toleranceNs()); // 2 × 50 ms > τ: τ
+        // a saturated key: 500 req/s over 4, burst 13 (T 8 ms, τ 96 ms); checks seen at 16 000/s, the lease capped at 19
+        GcraLimit busy = GcraLimit.of(500, 13, 4);
+        int capped = s.slots(16_000, 4, busy);
+        assertThat(capped).isEqualTo(19);
+        assertThat(s.leadNs(16_000, 4, busy, capped)).isEqualTo(9_500_000L); // 2 × 19 / 4 000 per s: 9.5 ms, not τ
+        assertThatThrownBy(() -> s.leadNs(0, 1, busy, 1)).hasMessageContaining("rate > 0");
+    }
 }

@@ -301,7 +301,7 @@ final class RequestLeaseModel {
             int g = c.g();
             int incarnation = c.incarnation;
             long sent = local;
-            long lead = k.oneWayMaxNs() * 2;
+            long lead = sizer.leadNs(demandOf(c), g, limit, n); // as levee-client asks (LeaseAdmission)
             send(() -> reserve(m, c, incarnation, epoch, g, n, lead, sent));
         }
     }
