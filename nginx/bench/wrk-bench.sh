@@ -315,8 +315,8 @@ for c in "$CONNS" 1; do
   cpu_ratio="$(awk -v a="${CPU_CLIENT[lease.$c]}" -v l="${CPU_LIMITERS[lease.$c]}" -v n="${CPU_NGINX[none.$c]:-}" 'BEGIN { if (n > 0) printf "%.2f", (a + l) / n; else print "-" }')"
   echo "connections $c: /lease/ $(ratio "lease.$c" "none.$c")x /none/ throughput, $(ratio "lease.$c" "levee.$c")x /levee/;" \
     "levee-client + limiters CPU per check $cpu_ratio x NGINX's per /none/ request;" \
-    "p50 over /none/: /lease/ $(awk -v a="${P50[lease.$c]}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms," \
-    "/levee/ $(awk -v a="${P50[levee.$c]}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms"
+    "p50 over /none/: /lease/ $(awk -v a="${P50[lease.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms," \
+    "/levee/ $(awk -v a="${P50[levee.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms"
 done
 for c in "$CONNS" 1; do
   [ -n "${RPS[cosocket.$c]:-}" ] || continue

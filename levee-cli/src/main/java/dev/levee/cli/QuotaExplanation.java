@@ -82,6 +82,18 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
                 : "top-level lease: false", cfg.defaultLease() ? null : "lease");
     }
 
+    /**
+     * Returns why a limiter would never lease the enforced key at this group size (docs/design.md §12), or null; null
+     * too when no limiter is active (the group size, and so {@code τ + T}, is not known).
+     */
+    String neverLeased() {
+        ResolvedQuota enforced = cfg.resolveEnforced(c.resource(), c.key(), c.operation());
+        if (enforced == null || limit == null) {
+            return null;
+        }
+        return dev.levee.lease.RequestLeaseRules.DEFAULTS.neverLeased(enforced.limit(g), enforced.quota().burst());
+    }
+
     /** Names the configured entry that matched, as the quota file writes it. */
     static String entry(QuotaConfig cfg, S3Classification c, ResolvedQuota rq) {
         String r = quoted(c.resource());
@@ -164,8 +176,9 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         leased.put("why", lease.why());
         leased.put("setting", lease.setting());
         leased.put("threshold", leaseThreshold);
-        leased.put("status", "in development (issue 23): with --leases a client detects hot keys; every check is"
-                + " still decided by a limiter");
+        String never = lease.eligible() ? neverLeased() : null;
+        leased.put("leased", lease.eligible() && never == null);
+        leased.put("never", never);
         m.put("lease", leased);
         m.put("g", g);
         Map<String, Object> per = new LinkedHashMap<>();
@@ -237,8 +250,13 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         Lease lease = lease();
         out.printf("lease       %s: %s%n", lease.eligible() ? "eligible" : "never", lease.why());
         if (lease.eligible()) {
-            out.printf(Locale.ROOT, "            hot above %s req/s at a client with --leases (in development)%n",
-                    num(leaseThreshold));
+            String never = neverLeased();
+            if (never != null) {
+                out.printf(Locale.ROOT, "            never leased: %s%n", never);
+            } else {
+                out.printf(Locale.ROOT, "            leased when hot: above %s req/s at a client with --leases%n",
+                        num(leaseThreshold));
+            }
         }
         if (limit == null) {
             out.println("per limiter none: no active limiter (every check answers failed, passed by the failure policy)");

@@ -135,7 +135,7 @@ class QuotaExplainCommandTest {
                 limit key   prefix:example-bucket/uploads/*@uploads/a.bin
                 quota       rate 1700/s for the group, burst 300 per limiter
                 lease       eligible: no lease setting, the default (true)
-                            hot above 100 req/s at a client with --leases (in development)
+                            never leased: τ + T = 705 ms, over a lease's 200 ms
                 per limiter g=4: rate 425/s, burst 300 (GCRA: T = 2352942 ns, capacity 300)
                 """);
 
@@ -146,7 +146,7 @@ class QuotaExplainCommandTest {
                 resources:
                   example-bucket:
                     prefixes:
-                      - {prefix: "uploads/*", quota: {rate: 1700, burst: 300, lease: true}}
+                      - {prefix: "uploads/*", quota: {rate: 1700, burst: 30, lease: true}}
                       - {prefix: "logs/", quota: {rate: 1700, burst: 300, mode: shadow}}
                   audit:
                     quota: {rate: 10, burst: 1, lease: false}
@@ -154,7 +154,7 @@ class QuotaExplainCommandTest {
         MainTest.Run hot = explain("--lease-threshold", "250.5", "GET", "s3://example-bucket/uploads/a.bin");
         assertThat(hot.out()).contains("""
                 lease       eligible: lease: true on the matched quota
-                            hot above 250.5 req/s at a client with --leases (in development)
+                            leased when hot: above 250.5 req/s at a client with --leases
                 """);
         assertThat(explain("GET", "s3://example-bucket/k").out()).contains("lease       never: top-level lease: false\n"
                 + "per limiter");

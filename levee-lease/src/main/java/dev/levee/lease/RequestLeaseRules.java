@@ -121,6 +121,29 @@ public record RequestLeaseRules(double drift, long marginNs, long maxLifetimeNs,
     }
 
     /**
+     * Returns why a limiter never leases a key with the per-limiter {@code limit} of a quota with {@code burst}, or
+     * null when it may (docs/design.md §12, "The integration"): a burst of 0 (the bound would exceed §5's by one per
+     * limiter), a rate of 0, or {@code τ + T} beyond {@link #maxLifetimeNs} (every key is fenced for that long after a
+     * restart, so no leased key may need longer). Whether its quota allows leases ({@code lease}) is the caller's.
+     *
+     * @param burst the quota's burst, requests, ≥ 0
+     * @return the reason, in words for {@code levee quota explain}, or null
+     */
+    public String neverLeased(GcraLimit limit, int burst) {
+        if (burst < 1) {
+            return "burst 0 (a leased key would exceed the bound by one request per limiter)";
+        }
+        if (limit.blocked()) {
+            return "rate 0 refuses every request";
+        }
+        if (limit.horizonNs() > maxLifetimeNs) {
+            return "τ + T = " + limit.horizonNs() / 1_000_000 + " ms, over a lease's " + maxLifetimeNs / 1_000_000
+                    + " ms";
+        }
+        return null;
+    }
+
+    /**
      * Returns whether a key with {@code limit} from a quota with {@code burst} may be leased, and whether it pays
      * off at round-trip time {@code rttNs}. Not with burst 0: the bound of docs/design.md §12 is {@code rate × w
      * + g × c + g} with {@code c = max(burst, 1)}, one request per limiter above §5's {@code g × burst + g} when

@@ -76,8 +76,8 @@ final class Decider {
      * @param limit    {@code rq.limit(g)}
      */
     static boolean leasable(QuotaConfig cfg, String resource, ResolvedQuota rq, GcraLimit limit) {
-        return rq.quota().burst() >= 1 && !limit.blocked() && limit.horizonNs() <= LEASE_LIFETIME_NS
-                && cfg.leaseEligible(rq) && !LimiterService.WARMUP_RESOURCE.equals(resource);
+        return RequestLeaseRules.DEFAULTS.neverLeased(limit, rq.quota().burst()) == null && cfg.leaseEligible(rq)
+                && !LimiterService.WARMUP_RESOURCE.equals(resource);
     }
 
     /**
