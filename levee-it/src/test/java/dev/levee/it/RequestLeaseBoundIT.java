@@ -57,6 +57,7 @@ class RequestLeaseBoundIT {
     java.nio.file.Path logs;
 
     Vertx vertx;
+    StaticQuotaSource quotas;
     final List<LimiterService> limiters = new ArrayList<>();
     ObserverService observer;
     final List<LeveeClient> clients = new ArrayList<>();
@@ -72,12 +73,10 @@ class RequestLeaseBoundIT {
         // every check and grant logged at INFO as in production, to a file of this test's own
         Logging.configure(new LogTarget("file", null, 0, logs.resolve("lease-bound.log")), "levee-it", "INFO");
         vertx = Vertx.vertx();
-        StaticQuotaSource quotas = new StaticQuotaSource(QuotaConfigLoader.parse(QUOTAS, "test quotas"));
+        quotas = new StaticQuotaSource(QuotaConfigLoader.parse(QUOTAS, "test quotas"));
         List<Member> members = new ArrayList<>();
         for (String id : List.of("b1", "b2", "b3", "b4")) {
-            LimiterService l = done(LimiterService.start(vertx, new LimiterService.Options(id,
-                            new HostPort("127.0.0.1", 0), null, null, Duration.ofSeconds(1), 10_000),
-                    quotas, SystemTicker.INSTANCE, Metrics.newRegistry()));
+            LimiterService l = limiter(id, 0);
             limiters.add(l);
             members.add(new Member(id, l.address().toString()));
         }
@@ -100,6 +99,11 @@ class RequestLeaseBoundIT {
         }
     }
 
+    LimiterService limiter(String id, int port) throws Exception {
+        return done(LimiterService.start(vertx, new LimiterService.Options(id, new HostPort("127.0.0.1", port), null,
+                null, Duration.ofSeconds(1), 10_000), quotas, SystemTicker.INSTANCE, Metrics.newRegistry()));
+    }
+
     @AfterEach
     void stop() throws Exception {
         for (ClientService e : endpoints) {
@@ -110,6 +114,9 @@ class RequestLeaseBoundIT {
         }
         if (observer != null) {
             done(observer.stop());
+        }
+        for (LimiterService l : limiters) {
+            l.kill();
         }
         vertx.close().await(20, TimeUnit.SECONDS);
         Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
@@ -260,5 +267,59 @@ class RequestLeaseBoundIT {
                 "this machine offered only %.0f checks/s, not 1.5 x the quota of %.0f/s: floor not tested", offered, rate));
         assertThat((double) fewest).as("admitted in every 10 s window ≥ 97 % of rate × w").isGreaterThanOrEqualTo(
                 0.97 * rate * WINDOW_S);
+    }
+
+    /**
+     * Fail closed (issue 23): a limiter killed with leases outstanding and started again on its address (a new
+     * incarnation, no state) never lets the group exceed the bound — its restart fence keeps the old slots and its new
+     * decisions apart — and clients cut off from every limiter admit nothing once their leases' windows have ended.
+     */
+    @org.junit.jupiter.api.Test
+    void aLimiterRestartedUnderLeasesKeepsTheBoundAndClientsCutOffAdmitNothingOnceTheirLeasesEnd() throws Exception {
+        double rate = 500;
+        int burst = 13;
+        drive("lease500", 8, 3);
+        java.util.concurrent.ScheduledExecutorService at = java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+        long[] restartedAt = new long[1];
+        long[] cutAt = new long[1];
+        try {
+            LimiterService b1 = limiters.getFirst();
+            int port = b1.address().port();
+            at.schedule(() -> {
+                done(b1.kill());
+                limiters.set(0, limiter("b1", port)); // the same id and address, nothing carried over
+                restartedAt[0] = System.nanoTime();
+                return null;
+            }, 3, TimeUnit.SECONDS);
+            Run r = drive("lease500", 8, 12);
+            double upper = rate * WINDOW_S + G * burst + G;
+            long most = r.most((long) (WINDOW_S * 1e9));
+            System.out.printf("limiter b1 killed and started again under leases at %.2f s: admitted %d in %.2f s; 10 s"
+                            + " windows: most %d (bound %.0f); other %d%n", (restartedAt[0] - r.startNs()) / 1e9,
+                    r.admittedAt().length, r.seconds(), most, upper, r.other());
+            assertThat(restartedAt[0]).as("b1 was restarted during the run").isBetween(r.startNs(), r.endNs());
+            assertThat((double) most).as("every 10 s window with the restart ≤ rate × w + g × burst + g")
+                    .isLessThanOrEqualTo(upper);
+
+            // every limiter goes away: leased admissions end with the last slot's window (≤ 200 ms after its grant)
+            at.schedule(() -> {
+                for (LimiterService l : limiters) {
+                    done(l.kill());
+                }
+                cutAt[0] = System.nanoTime();
+                return null;
+            }, 1, TimeUnit.SECONDS);
+            Run cut = drive("lease500", 8, 3);
+            long lifetime = dev.levee.lease.RequestLeaseRules.DEFAULTS.maxLifetimeNs();
+            long after = java.util.Arrays.stream(cut.admittedAt()).filter(t -> t - cutAt[0] > lifetime + 50_000_000L)
+                    .count();
+            long before = java.util.Arrays.stream(cut.admittedAt()).filter(t -> t < cutAt[0]).count();
+            System.out.printf("every limiter killed at %.2f s: admitted %d before, %d more than 250 ms after%n",
+                    (cutAt[0] - cut.startNs()) / 1e9, before, after);
+            assertThat(before).as("admitted before the cut").isPositive();
+            assertThat(after).as("admitted more than a lease's lifetime after every limiter went away").isZero();
+        } finally {
+            at.shutdownNow();
+        }
     }
 }
