@@ -101,64 +101,17 @@ class QuotaAccuracyIT {
         Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
     }
 
-    /**
-     * {@code CONNECTIONS} closed-loop senders for {@code seconds}: accepted, rejected, other; and the seconds taken.
-     * The senders are Vert.x HTTP requests on a Vert.x instance of their own with one event loop (one keep-alive
-     * connection each, the next request sent when the answer is in): the JDK's HttpClient on virtual threads
-     * offered only 1 800–3 300 checks/s on two cores, too few to test the floor.
-     */
-    long[] drive(String bucket, double seconds) throws Exception {
-        AtomicLong accepted = new AtomicLong();
-        AtomicLong rejected = new AtomicLong();
-        AtomicLong other = new AtomicLong();
-        AtomicLong seq = new AtomicLong();
-        Vertx load = Vertx.vertx(new io.vertx.core.VertxOptions().setEventLoopPoolSize(1));
-        try {
-            io.vertx.core.http.HttpClientAgent http = load.createHttpClient(new io.vertx.core.http.HttpClientOptions()
-                    .setKeepAlive(true).setConnectTimeout(5000).setIdleTimeout(10),
-                    new io.vertx.core.http.PoolOptions().setHttp1MaxSize(CONNECTIONS));
-            long start = System.nanoTime();
-            long end = start + (long) (seconds * 1e9);
-            CountDownLatch finished = new CountDownLatch(CONNECTIONS);
-            Runnable[] send = new Runnable[1];
-            send[0] = () -> {
-                if (System.nanoTime() - end >= 0) {
-                    finished.countDown();
-                    return;
-                }
-                http.request(new io.vertx.core.http.RequestOptions().setMethod(io.vertx.core.http.HttpMethod.GET)
-                                .setHost("127.0.0.1").setPort(endpoint.port()).setURI("/v1/s3check").setTimeout(5000)
-                                .putHeader("X-Levee-Method", "GET").putHeader("X-Levee-Host", "127.0.0.1")
-                                .putHeader("X-Levee-Uri", "/" + bucket + "/k" + seq.incrementAndGet()))
-                        .compose(r -> r.send()).compose(r -> r.body().map(b -> r.statusCode()))
-                        .onComplete(ar -> {
-                            if (ar.failed()) {
-                                other.incrementAndGet();
-                            } else {
-                                int status = ar.result();
-                                (status == 200 ? accepted : status == 429 ? rejected : other).incrementAndGet();
-                            }
-                            send[0].run();
-                        });
-            };
-            load.runOnContext(v -> {
-                for (int c = 0; c < CONNECTIONS; c++) {
-                    send[0].run();
-                }
-            });
-            assertThat(finished.await((long) seconds + 30, TimeUnit.SECONDS)).as("senders finished").isTrue();
-            double secs = (System.nanoTime() - start) / 1e9;
-            return new long[] {accepted.get(), rejected.get(), other.get(), (long) (secs * 1e9)};
-        } finally {
-            load.close().await(10, TimeUnit.SECONDS);
-        }
+    /** {@code CONNECTIONS} closed-loop senders for {@code seconds} ({@link ClosedLoop}). */
+    ClosedLoop.Run drive(String bucket, double seconds) throws Exception {
+        return ClosedLoop.drive(List.of(ClosedLoop.Endpoint.of(endpoint)), bucket, CONNECTIONS, seconds);
     }
 
     @Test
     void aQuotaOf5000PerSecondOverFourLimitersHoldsWithinTheBoundAndAbove97PercentOfTheRate() throws Exception {
         drive("warm", 3); // JIT and connections (another bucket: its own counters)
-        long[] r = drive("accuracy", 10);
-        double t = r[3] / 1e9;
+        ClosedLoop.Run run = drive("accuracy", 10);
+        long[] r = {run.admittedAt().length, run.rejected(), run.other()};
+        double t = run.seconds();
         double upper = RATE * t + G * BURST + G;
         double offered = (r[0] + r[1] + r[2]) / t;
         System.out.printf("5000/s over 4 limiters, %d connections: %.0f/s offered, admitted %d in %.2f s (%.1f/s,"

@@ -99,9 +99,30 @@ class RequestLeaseBoundIT {
         }
     }
 
+    final List<MeterRegistry> limiterRegistries = new ArrayList<>();
+
     LimiterService limiter(String id, int port) throws Exception {
+        MeterRegistry registry = Metrics.newRegistry();
+        limiterRegistries.add(registry);
         return done(LimiterService.start(vertx, new LimiterService.Options(id, new HostPort("127.0.0.1", port), null,
-                null, Duration.ofSeconds(1), 10_000), quotas, SystemTicker.INSTANCE, Metrics.newRegistry()));
+                null, Duration.ofSeconds(1), 10_000), quotas, SystemTicker.INSTANCE, registry));
+    }
+
+    /** Sums a counter over registries, by its {@code result} tag when one is given. */
+    static double sum(List<MeterRegistry> registries, String name, String result) {
+        return registries.stream().mapToDouble(r -> (result == null ? r.find(name) : r.find(name).tag("result", result))
+                .counters().stream().mapToDouble(c -> c.count()).sum()).sum();
+    }
+
+    /** What the leases did, for the report: slots granted, asks by answer, checks refused from a lease. */
+    String leaseFigures() {
+        StringBuilder b = new StringBuilder("slots granted ").append((long) sum(limiterRegistries,
+                "levee_limiter_lease_slots_total", null)).append("; asks");
+        for (String r : List.of("granted", "refused", "fenced", "not_leasable", "malformed", "failed", "stale")) {
+            b.append(' ').append(r).append(' ').append((long) sum(registries, "levee_client_lease_asks_total", r));
+        }
+        return b.append("; refused waiting ").append((long) sum(registries, "levee_client_lease_admissions_total",
+                "waiting")).toString();
     }
 
     @AfterEach
@@ -122,109 +143,8 @@ class RequestLeaseBoundIT {
         Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
     }
 
-    /** What one closed-loop run saw: when each admission's answer arrived (ns, sorted) and the other counts. */
-    record Run(long[] admittedAt, long rejected, long other, long startNs, long endNs) {
-        double seconds() {
-            return (endNs - startNs) / 1e9;
-        }
-
-        /** The most admissions in any closed window of {@code w} ns (it starts at an admission). */
-        long most(long w) {
-            long most = 0;
-            for (int i = 0, j = 0; i < admittedAt.length; i++) {
-                while (j < admittedAt.length && admittedAt[j] - admittedAt[i] <= w) {
-                    j++;
-                }
-                most = Math.max(most, j - i);
-            }
-            return most;
-        }
-
-        /** The fewest admissions in a window of {@code w} ns inside the run, stepped by 10 ms. */
-        long fewest(long w) {
-            long fewest = Long.MAX_VALUE;
-            for (long x = startNs; x + w <= endNs; x += 10_000_000L) {
-                int from = lowerBound(x);
-                int to = lowerBound(x + w);
-                fewest = Math.min(fewest, to - from);
-            }
-            return fewest;
-        }
-
-        private int lowerBound(long t) {
-            int i = Arrays.binarySearch(admittedAt, t);
-            if (i < 0) {
-                return -i - 1;
-            }
-            while (i > 0 && admittedAt[i - 1] == t) {
-                i--;
-            }
-            return i;
-        }
-    }
-
-    /**
-     * {@code connections} closed-loop senders per client for {@code seconds}, every request to {@code bucket}: each
-     * sends its next check when the answer is in. A sender of its own Vert.x instance (one event loop).
-     */
-    Run drive(String bucket, int connections, double seconds) throws Exception {
-        int senders = connections * endpoints.size();
-        long[] times = new long[1 << 20];
-        AtomicLong admitted = new AtomicLong();
-        AtomicLong rejected = new AtomicLong();
-        AtomicLong other = new AtomicLong();
-        AtomicLong seq = new AtomicLong();
-        Vertx load = Vertx.vertx(new io.vertx.core.VertxOptions().setEventLoopPoolSize(1));
-        try {
-            io.vertx.core.http.HttpClientAgent http = load.createHttpClient(new io.vertx.core.http.HttpClientOptions()
-                            .setKeepAlive(true).setConnectTimeout(5000).setIdleTimeout(10),
-                    new io.vertx.core.http.PoolOptions().setHttp1MaxSize(connections));
-            long start = System.nanoTime();
-            long end = start + (long) (seconds * 1e9);
-            CountDownLatch finished = new CountDownLatch(senders);
-            // one event loop: the counters and the array need no more than these plain writes
-            List<Runnable> loops = new ArrayList<>();
-            for (int s = 0; s < senders; s++) {
-                int port = endpoints.get(s % endpoints.size()).port();
-                Runnable[] send = new Runnable[1];
-                send[0] = () -> {
-                    if (System.nanoTime() - end >= 0) {
-                        finished.countDown();
-                        return;
-                    }
-                    http.request(new io.vertx.core.http.RequestOptions().setMethod(io.vertx.core.http.HttpMethod.GET)
-                                    .setHost("127.0.0.1").setPort(port).setURI("/v1/s3check").setTimeout(5000)
-                                    .putHeader("X-Levee-Method", "GET").putHeader("X-Levee-Host", "127.0.0.1")
-                                    .putHeader("X-Levee-Uri", "/" + bucket + "/k" + seq.incrementAndGet()))
-                            .compose(r -> r.send()).compose(r -> r.body().map(b -> r.statusCode()))
-                            .onComplete(ar -> {
-                                long at = System.nanoTime();
-                                if (ar.failed()) {
-                                    other.incrementAndGet();
-                                } else if (ar.result() == 200) {
-                                    long n = admitted.getAndIncrement();
-                                    if (n < times.length) {
-                                        times[(int) n] = at;
-                                    }
-                                } else if (ar.result() == 429) {
-                                    rejected.incrementAndGet();
-                                } else {
-                                    other.incrementAndGet();
-                                }
-                                send[0].run();
-                            });
-                };
-                loops.add(send[0]);
-            }
-            load.runOnContext(v -> loops.forEach(Runnable::run));
-            assertThat(finished.await((long) seconds + 30, TimeUnit.SECONDS)).as("senders finished").isTrue();
-            long n = Math.min(admitted.get(), times.length);
-            long[] at = Arrays.copyOf(times, (int) n);
-            Arrays.sort(at);
-            return new Run(at, rejected.get(), other.get(), start, end);
-        } finally {
-            load.close().await(10, TimeUnit.SECONDS);
-        }
+    ClosedLoop.Run drive(String bucket, int connections, double seconds) throws Exception {
+        return ClosedLoop.drive(endpoints.stream().map(ClosedLoop.Endpoint::of).toList(), bucket, connections, seconds);
     }
 
     double leaseAdmissions() {
@@ -238,10 +158,12 @@ class RequestLeaseBoundIT {
             int connections, double leasedShare) throws Exception {
         String bucket = "lease" + (long) rate;
         // the key turns hot, the clients take leases and the burst is spent: every window below is in steady state
-        Run warm = drive(bucket, connections, 3);
+        ClosedLoop.Run warm = drive(bucket, connections, 3);
         double leasedBefore = leaseAdmissions();
-        Run r = drive(bucket, connections, MEASURED_S);
+        System.out.println("leases after the warm-up: " + leaseFigures());
+        ClosedLoop.Run r = drive(bucket, connections, MEASURED_S);
         double leased = leaseAdmissions() - leasedBefore;
+        System.out.println("leases after the run: " + leaseFigures());
         long w = (long) (WINDOW_S * 1e9);
         double upper = rate * WINDOW_S + G * burst + G;
         long most = r.most(w);
@@ -291,7 +213,7 @@ class RequestLeaseBoundIT {
                 restartedAt[0] = System.nanoTime();
                 return null;
             }, 3, TimeUnit.SECONDS);
-            Run r = drive("lease500", 8, 12);
+            ClosedLoop.Run r = drive("lease500", 8, 12);
             double upper = rate * WINDOW_S + G * burst + G;
             long most = r.most((long) (WINDOW_S * 1e9));
             System.out.printf("limiter b1 killed and started again under leases at %.2f s: admitted %d in %.2f s; 10 s"
@@ -309,7 +231,7 @@ class RequestLeaseBoundIT {
                 cutAt[0] = System.nanoTime();
                 return null;
             }, 1, TimeUnit.SECONDS);
-            Run cut = drive("lease500", 8, 3);
+            ClosedLoop.Run cut = drive("lease500", 8, 3);
             long lifetime = dev.levee.lease.RequestLeaseRules.DEFAULTS.maxLifetimeNs();
             long after = java.util.Arrays.stream(cut.admittedAt()).filter(t -> t - cutAt[0] > lifetime + 50_000_000L)
                     .count();

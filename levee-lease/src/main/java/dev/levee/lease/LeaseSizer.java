@@ -78,13 +78,15 @@ public record LeaseSizer(long windowNs, double thresholdPerSecond, int maxSlots)
 
     /**
      * Returns the lead to ask for with a grant of {@code slots} slots: how far after the limiter's decision the first
-     * slot's virtual time should lie, {@code min(τ, 2 × slots / (observed / g))} ns (docs/design.md §12, "Lead").
+     * slot's virtual time should lie, {@code min(τ, 2 × slots × max(0, g / observed − T))} ns (docs/design.md §12,
+     * "Lead").
      *
-     * <p>A slot may be used from {@code τ} before its virtual time to {@code T} after it. On a key used below its
-     * rate the reservation starts at {@code now + lead}, so without a lead each slot would be gone {@code T} after
-     * now, before this client, at its own rate, reached it; twice the time it needs for the slots keeps them until
-     * used. On a saturated key the slots start at TAT, about {@code τ} ahead, and a lead changes nothing; a lead
-     * longer than {@code TAT − now} skips the capacity between them, which is why it is not always {@code τ}.
+     * <p>A slot may be used from {@code τ} before its virtual time to {@code T} after it, and this client, taking
+     * about {@code observed / g} requests a second from one member, reaches slot {@code k} about {@code k × g /
+     * observed} after the grant, while slot {@code k}'s window ends {@code first + k × T} after it. So slots last
+     * until used when {@code first ≥ slots × (g / observed − T)}: twice that is asked. A client that takes a member's
+     * rate or more (a saturated key) needs no lead: its slots start at TAT and are used as their windows open. A lead
+     * is not free: where TAT is less than the lead ahead, the capacity between them is skipped.
      *
      * @param observedPerSecond the key's rate at this client, requests/s, finite, &gt; 0
      * @param groupSize         {@code g}, ≥ 1
@@ -99,8 +101,8 @@ public record LeaseSizer(long windowNs, double thresholdPerSecond, int maxSlots)
             throw new IllegalArgumentException("lead needs a rate > 0, g >= 1, slots >= 1 and a limit that is not"
                     + " blocked, got " + observedPerSecond + ", " + groupSize + ", " + slots);
         }
-        double need = 2e9 * slots * groupSize / observedPerSecond;
-        return (long) Math.min(limit.toleranceNs(), need);
+        double gap = 1e9 * groupSize / observedPerSecond - limit.emissionIntervalNs(); // ns between uses minus T
+        return gap <= 0 ? 0 : (long) Math.min(limit.toleranceNs(), 2.0 * slots * gap);
     }
 
     private static void checkRate(double observedPerSecond) {
