@@ -7,12 +7,9 @@ import dev.levee.client.LeveeClient;
 import dev.levee.client.RequestLeases;
 import dev.levee.nginx.NginxConfig;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.runtime.SystemTicker;
 import dev.levee.stack.EmbeddedNginx;
-import dev.levee.stack.LocalStack;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -54,7 +51,7 @@ class NginxLeaseIT {
     static void start() throws Exception {
         assertThat(EmbeddedNginx.unavailable()).as("nginx with the lua module (scripts/test installs it)").isEmpty();
         // two limiters (g = 2): the hot bucket's τ + T is 40 ms, the tight one's 100 ms, both within a lease's 200 ms
-        stack = new Stack("""
+        stack = Stack.behindNginx("""
                 factor: 4
                 default: {rate: 2000, burst: 400}
                 resources:
@@ -62,10 +59,8 @@ class NginxLeaseIT {
                     quota: {rate: 2000, burst: 40}
                   %s:
                     quota: {rate: 40, burst: 2}
-                """.formatted(HOT, TIGHT), new LocalStack.Settings(2, Duration.ofSeconds(2), Duration.ofMillis(300),
-                Duration.ofMillis(300), false, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW));
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        logStart = Files.exists(Stack.LOG) ? Files.size(Stack.LOG) : 0;
+                """.formatted(HOT, TIGHT));
+        logStart = Stack.logSize();
         stack.direct.createBucket(r -> r.bucket(HOT));
         stack.direct.createBucket(r -> r.bucket(TIGHT));
         stack.direct.putObject(r -> r.bucket(HOT).key("o"), RequestBody.fromString("hot"));

@@ -5,10 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.levee.client.ClientService;
-import dev.levee.gateway.GatewayOptions;
 import dev.levee.runtime.HostPort;
-import dev.levee.runtime.LogTarget;
-import dev.levee.runtime.Logging;
 import dev.levee.runtime.Metrics;
 import dev.levee.stack.EmbeddedNginx;
 import dev.levee.stack.EmbeddedS3;
@@ -82,20 +79,14 @@ class NginxStackIT {
     @BeforeAll
     static void start() throws Exception {
         assertThat(EmbeddedNginx.unavailable()).as("nginx with the lua module (scripts/test installs it)").isEmpty();
-        stack = new Stack("""
+        stack = Stack.behindNginx("""
                 factor: 4
                 default: {rate: 2000, burst: 400}
                 resources:
                   %s:
                     quota: {rate: 4, burst: 2}
-                """.formatted(TIGHT), new LocalStack.Settings(2, Duration.ofSeconds(2), Duration.ofMillis(300),
-                Duration.ofMillis(300), false, GatewayOptions.OnFailure.ALLOW));
-        // S3Proxy's start inside Stack replaces Log4j's context, so the first Stack of a JVM would log
-        // nothing; configuring again once everything runs puts the decision log back in Stack.LOG
-        Logging.configure(new LogTarget("file", null, 0, Stack.LOG.toAbsolutePath()), "levee-it", "INFO");
-        // the shared IT log holds what every earlier test logged (hundreds of MB after the load tests): read only
-        // what this class adds
-        logStart = Files.exists(Stack.LOG) ? Files.size(Stack.LOG) : 0;
+                """.formatted(TIGHT));
+        logStart = Stack.logSize(); // read only what this class adds
         for (String b : List.of(ROOMY, TIGHT, OPS, ONCE, CHAIN, DOWN)) {
             stack.direct.createBucket(r -> r.bucket(b));
         }

@@ -32,6 +32,28 @@ final class Stack implements AutoCloseable {
         gateway = client(URI.create("http://127.0.0.1:" + stack.gateway().port()));
     }
 
+    /**
+     * A stack for tests that put NGINX in front (NGINX decides, so the gateway does not enforce): two limiters, lease
+     * TTL 2 s, heartbeat and list refresh 300 ms, failing open. Log4j is configured again once it runs: S3Proxy's start
+     * replaces Log4j's context, so the first stack of a JVM would log nothing and its decision log would not reach
+     * {@link #LOG}.
+     */
+    static Stack behindNginx(String quotasYaml) {
+        Stack s = new Stack(quotasYaml, new LocalStack.Settings(2, java.time.Duration.ofSeconds(2),
+                java.time.Duration.ofMillis(300), java.time.Duration.ofMillis(300), false,
+                dev.levee.gateway.GatewayOptions.OnFailure.ALLOW));
+        Logging.configure(new LogTarget("file", null, 0, LOG.toAbsolutePath()), "levee-it", "INFO");
+        return s;
+    }
+
+    /**
+     * Returns the size of {@link #LOG} now, where a test class's own lines begin: the shared log holds what every
+     * earlier test logged (hundreds of MB after the load tests).
+     */
+    static long logSize() throws java.io.IOException {
+        return java.nio.file.Files.exists(LOG) ? java.nio.file.Files.size(LOG) : 0;
+    }
+
     static S3Client client(URI endpoint) {
         return EmbeddedS3.client(endpoint);
     }
