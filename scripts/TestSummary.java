@@ -43,6 +43,7 @@ public final class TestSummary {
         f.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
         long passed = 0, failed = 0, skipped = 0, classes = 0;
         List<String> unreadable = new ArrayList<>();
+        List<String> failures = new ArrayList<>();
         for (Path report : reports.stream().sorted().toList()) {
             try {
                 if (newer != null && Files.getLastModifiedTime(report).compareTo(newer) <= 0) {
@@ -56,8 +57,12 @@ public final class TestSummary {
                 }
                 NodeList cases = root.getElementsByTagName("testcase");
                 for (int i = 0; i < cases.getLength(); i++) {
-                    switch (outcome((Element) cases.item(i))) {
-                        case "failed" -> failed++;
+                    Element testcase = (Element) cases.item(i);
+                    switch (outcome(testcase)) {
+                        case "failed" -> {
+                            failed++;
+                            failures.add(failure(testcase));
+                        }
                         case "skipped" -> skipped++;
                         default -> passed++;
                     }
@@ -68,10 +73,35 @@ public final class TestSummary {
             }
         }
         System.out.printf("%d passed, %d failed, %d skipped (%d test classes)%n", passed, failed, skipped, classes);
+        // what each failed test said, for a console that keeps only the end of a run (CI shows its last lines)
+        for (String failure : failures) {
+            System.err.println(failure);
+        }
         for (String u : unreadable) {
             System.err.println("test-summary: cannot read the report " + u);
         }
         System.exit(unreadable.isEmpty() ? 0 : 1);
+    }
+
+    /** Lines of a failure message shown per failed test: enough for an assertion's list of problems. */
+    private static final int FAILURE_LINES = 25;
+
+    /**
+     * One failed {@code <testcase>} as "FAILED Class.method: " and the first {@value #FAILURE_LINES} lines of its
+     * {@code <failure>} or {@code <error>} message (or of its stack trace, when the message is empty).
+     */
+    private static String failure(Element testcase) {
+        String name = testcase.getAttribute("classname") + "." + testcase.getAttribute("name");
+        for (Node c = testcase.getFirstChild(); c != null; c = c.getNextSibling()) {
+            if (c instanceof Element e && (e.getTagName().equals("failure") || e.getTagName().equals("error"))) {
+                String text = e.getAttribute("message").isBlank() ? e.getTextContent() : e.getAttribute("message");
+                List<String> lines = text.strip().lines().toList();
+                String shown = String.join("\n  ", lines.subList(0, Math.min(FAILURE_LINES, lines.size())));
+                return "FAILED " + name + ": " + shown
+                        + (lines.size() > FAILURE_LINES ? "\n  (" + (lines.size() - FAILURE_LINES) + " more lines in its report)" : "");
+            }
+        }
+        return "FAILED " + name;
     }
 
     /** Returns "failed", "skipped" or "passed" for one {@code <testcase>} by its child elements. */
