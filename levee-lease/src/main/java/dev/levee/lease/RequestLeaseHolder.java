@@ -125,6 +125,62 @@ public final class RequestLeaseHolder {
     }
 
     /**
+     * A run of consecutive slots of one lease taken at once, to be used by another admitter that has no slot windows
+     * of its own — NGINX's batch (docs/design.md §12, "Batches in NGINX"). Every slot of it is usable from the
+     * instant it was taken until {@code endNs}, the end of its first slot's window (the later slots' windows end
+     * later), so the taker needs one deadline only.
+     *
+     * @param lease     the lease the slots are of (its id and limiter, for the logs)
+     * @param firstSlot the first slot taken, 1-based
+     * @param slots     how many were taken, ≥ 1
+     * @param endNs     the local instant (client clock, ns) from which none of them may be used
+     */
+    public record Batch(RequestLease lease, int firstSlot, int slots, long endNs) {
+    }
+
+    /**
+     * Takes up to {@code max} slots usable at {@code now} from the lease whose next usable slot's window ends first
+     * (as {@link #admit} would take them, in order), for use until the first one's window ends.
+     *
+     * @param now       the client's monotonic clock, ns
+     * @param max       the most slots to take, ≥ 1
+     * @param minLifeNs the least time the batch must leave to use it, ns: no batch when the first slot's window ends
+     *                  sooner
+     * @return the batch, or null when no slot is usable now or the first one's window ends within {@code minLifeNs}
+     * @throws IllegalArgumentException when {@code max < 1} or {@code minLifeNs < 0}
+     */
+    public Batch take(long now, int max, long minLifeNs) {
+        if (max < 1 || minLifeNs < 0) {
+            throw new IllegalArgumentException("max must be >= 1 and minLifeNs >= 0, got " + max + " and " + minLifeNs);
+        }
+        expire(now);
+        int best = -1;
+        long bestEnd = 0;
+        for (int i = 0; i < leases.size(); i++) {
+            RequestLease l = leases.get(i);
+            if (next[i] > l.slots() || now - rules.slotStartNs(l, next[i]) < 0) {
+                continue;
+            }
+            long end = rules.slotEndNs(l, next[i]);
+            if (best < 0 || end - bestEnd < 0) {
+                best = i;
+                bestEnd = end;
+            }
+        }
+        if (best < 0 || bestEnd - now < minLifeNs || bestEnd - now <= 0) {
+            return null;
+        }
+        RequestLease l = leases.get(best);
+        int first = next[best];
+        int k = first;
+        while (k - first < max && k <= l.slots() && now - rules.slotStartNs(l, k) >= 0) {
+            k++;
+        }
+        next[best] = k; // a used-up lease stays until its last window ends: see offer
+        return new Batch(l, first, k - first, bestEnd);
+    }
+
+    /**
      * Returns, at local time {@code now}, how long until a held slot becomes usable: 0 when one is usable now,
      * {@code ≥ 1} ns otherwise (the Retry-After of a refusal), or {@link #NO_LEASE} when no held lease has a slot
      * left.

@@ -35,6 +35,26 @@ class RequestLeaseHolderTest {
     }
 
     @Test
+    void aBatchTakesTheUsableSlotsInOrderUntilTheFirstOnesWindowEnds() {
+        RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
+        // T 10, τ 25: slots 1–3 are usable at 0 (slot k from 10(k − 1) − 25), slot 4 from 6, slot 5 from 16
+        h.offer(new RequestLease(1, E1, "a", 0, 10, 25, 6, 0, 0));
+        assertThat(h.admit(0)).isNotNull(); // slot 1, the check's own
+        RequestLeaseHolder.Batch b = h.take(0, 10, 0);
+        assertThat(b.firstSlot()).isEqualTo(2);
+        assertThat(b.slots()).isEqualTo(2); // slots 2 and 3: slot 4 is not usable yet
+        assertThat(b.endNs()).isEqualTo(EXACT.slotEndNs(b.lease(), 2)).isEqualTo(19);
+        assertThat(h.unused(0)).isEqualTo(3); // taken slots are gone from the holder
+        assertThat(h.take(0, 10, 0)).isNull(); // nothing usable at 0 any more
+        RequestLeaseHolder.Batch c = h.take(20, 1, 0); // slot 4 (until 39), at most 1
+        assertThat(c.firstSlot()).isEqualTo(4);
+        assertThat(c.slots()).isEqualTo(1);
+        // slot 5's window ends at 49: no batch when it must last 30 ns from 20
+        assertThat(h.take(20, 5, 30)).isNull();
+        assertThat(h.take(20, 5, 29).slots()).isEqualTo(1);
+    }
+
+    @Test
     void slotsPastTheirWindowAreSkippedNotUsedLate() {
         RequestLeaseHolder h = new RequestLeaseHolder(EXACT, E1);
         h.offer(lease(1, "a", E1, 5, 0));

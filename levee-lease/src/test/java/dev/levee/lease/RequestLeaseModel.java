@@ -103,6 +103,9 @@ final class RequestLeaseModel {
         final Map<String, Long> renewAt = new HashMap<>();
         final Map<String, Long> pendingSince = new HashMap<>();
         int roundRobin;
+        /** The slots handed to this client's NGINX (docs/design.md §12, "Batches in NGINX"): it outlives a crash of the client. */
+        RequestLeaseHolder.Batch batch;
+        int batchUsed;
 
         Client(int index) {
             this.index = index;
@@ -156,6 +159,11 @@ final class RequestLeaseModel {
     String violation;
     long admitted;
     long admittedLeased;
+    /** Of {@link #admittedLeased}, those NGINX admitted from a batch. */
+    long admittedBatched;
+    /** Slots per batch handed to NGINX after a leased admission; 0: no batches. */
+    private int batchMax;
+    private long batchMinLifeNs;
     long refusedGrants;
     long staleGrants;
     long grantedSlots;
@@ -191,6 +199,17 @@ final class RequestLeaseModel {
             c.holder = new RequestLeaseHolder(rules, c.epoch);
             clients.add(c);
         }
+    }
+
+    /**
+     * Hands NGINX batches: after each admission from a lease, the client takes up to {@code max} more usable slots
+     * ({@link RequestLeaseHolder#take}) for its NGINX, which admits arrivals from them, on the same machine's clock,
+     * until the first one's window ends, whether the client is up or not.
+     */
+    RequestLeaseModel withBatches(int max, long minLifeNs) {
+        this.batchMax = max;
+        this.batchMinLifeNs = minLifeNs;
+        return this;
     }
 
     /** Runs the model to its end; returns this (see {@link #violation}). */
@@ -239,10 +258,26 @@ final class RequestLeaseModel {
 
     private void arrival(Client c) {
         at(now + exp(1e9 / demandOf(c)), () -> arrival(c));
+        long local = c.local();
+        if (c.batch != null && c.batchUsed < c.batch.slots() && c.batch.endNs() - local > 0) {
+            // NGINX's admission from its batch: no epoch of its own (a batch lives until its first slot's window ends)
+            RequestLease used = c.batch.lease();
+            Grant g = grants.get(used.limiterId() + "/" + used.id());
+            int slot = c.batch.firstSlot() + c.batchUsed++;
+            long v = g.decidedAt + g.firstNs + (slot - 1) * g.t;
+            if (now - (v - g.tau) < 0 || now - (v + g.t) >= 0) {
+                fail("batch admission at " + now + " outside its slot's window [" + (v - g.tau) + ", " + (v + g.t)
+                        + ")");
+                return;
+            }
+            admittedLeased++;
+            admittedBatched++;
+            admit(g.period);
+            return;
+        }
         if (!c.up) {
             return;
         }
-        long local = c.local();
         RequestLease used = c.holder.admit(local);
         if (used != null) {
             Grant g = grants.get(used.limiterId() + "/" + used.id());
@@ -259,6 +294,13 @@ final class RequestLeaseModel {
             }
             admittedLeased++;
             admit(g.period);
+            if (batchMax > 0) {
+                RequestLeaseHolder.Batch b = c.holder.take(local, batchMax, batchMinLifeNs);
+                if (b != null) {
+                    c.batch = b;
+                    c.batchUsed = 0;
+                }
+            }
             return;
         }
         if (c.holder.waitNs(local) != RequestLeaseHolder.NO_LEASE) {

@@ -89,6 +89,40 @@ class RequestLeaseModelTest {
     }
 
     /**
+     * With batches handed to NGINX after each leased admission (docs/design.md §12, "Batches in NGINX"), through
+     * the same faults, crashes and changes: NGINX keeps admitting from its batch while its client is down or has
+     * moved to a new epoch, and still every admission falls in its slot's window and every limit's bound holds over
+     * every window (and the spec bound, without changes).
+     */
+    @Property(tries = 200)
+    void batchesInNginxKeepEveryBound(
+            @ForAll @IntRange(min = 1, max = 3) int clients,
+            @ForAll @IntRange(min = 1, max = 5) int limiters,
+            @ForAll @IntRange(min = 1, max = 4) int factor,
+            @ForAll @DoubleRange(min = 20, max = 5000) double rate,
+            @ForAll @IntRange(min = 0, max = 60) int burst,
+            @ForAll @DoubleRange(min = 0, max = 0.02) double rho,
+            @ForAll @DoubleRange(min = 0, max = 0.2) double loss,
+            @ForAll @DoubleRange(min = 0, max = 0.05) double longDelay,
+            @ForAll @DoubleRange(min = 0.3, max = 3) double demand,
+            @ForAll boolean faults,
+            @ForAll boolean changes,
+            @ForAll @IntRange(min = 1, max = 64) int batchMax,
+            @ForAll @LongRange(min = 0, max = 5_000_000) long minLifeNs,
+            @ForAll boolean holdsRate,
+            @ForAll long seed) {
+        int b = holdsRate ? Math.max(burst, GcraLimit.minimumBurst(rate, Math.min(factor, limiters))) : burst;
+        RequestLeaseModel.Knobs k = new RequestLeaseModel.Knobs(clients, limiters, factor, rate, b, rho, 100_000,
+                50_000, 2 * MS, loss, longDelay, demand, faults, faults, changes, changes, !changes, 2_000 * MS,
+                3_000 * MS);
+        RequestLeaseModel m = new RequestLeaseModel(seed, k, rules(rho, k.marginNs())).withBatches(batchMax, minLifeNs)
+                .run();
+        Statistics.label("batched share").collect(m.admitted == 0 ? "none admitted"
+                : m.admittedBatched * 10 / m.admitted * 10 + "%");
+        assertThat(m.violation).as("invariant").isNull();
+    }
+
+    /**
      * Clients that each demand 2 × the rate (Poisson arrivals), with round trips far below τ + T and no faults,
      * are admitted at least 0.97 × the rate over 9 s, mostly from leases.
      *

@@ -406,6 +406,37 @@ public final class QuotaConfig {
         return rq.quota().leaseOr(defaultLease);
     }
 
+    /**
+     * Returns the enforced quota every request to {@code resource} gets, whatever its object key and operation, or
+     * null when two requests to it could get different counters or a shadow quota could match one of them. What lets
+     * NGINX admit a bucket's requests from a batch of leased slots without classifying them (docs/design.md §12,
+     * "Batches in NGINX"): every request to such a resource is counted on the same limit key.
+     *
+     * <p>Conservative by construction: a configured resource qualifies only with a resource-level {@code quota} and
+     * no prefix entry at all (any entry matches some key); an unconfigured one only when {@code methods_default} is
+     * empty (its entries give each operation its own counter). The quota must not be a shadow one.
+     *
+     * @param resource the resource (bucket) name, not null
+     * @return the quota, its level and its limit key (as {@link #resolve} and {@link #resolveEnforced} give for every
+     *         key and operation of the resource), or null
+     * @throws NullPointerException if {@code resource} is null
+     */
+    public ResolvedQuota wholeResource(String resource) {
+        ResourceQuotas configured = resources.get(Objects.requireNonNull(resource, "resource"));
+        if (configured != null && (configured.quota() == null || !configured.prefixes().isEmpty())) {
+            return null;
+        }
+        if (configured == null) {
+            for (Quota q : methodsDefaultQuota) {
+                if (q != null) {
+                    return null;
+                }
+            }
+        }
+        ResolvedQuota r = resolve(resource, "", S3Operation.Unknown);
+        return isShadow(r) ? null : r;
+    }
+
     private PrefixIndex.Fallback fallback(String resource) {
         ResolvedQuota[] answers = null;
         for (int i = 0; i < OPS.length; i++) {

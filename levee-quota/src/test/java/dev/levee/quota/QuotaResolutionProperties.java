@@ -110,6 +110,29 @@ class QuotaResolutionProperties {
         return op == S3Operation.ListObjectsV2 && methods.containsKey(S3Operation.ListObjects) ? S3Operation.ListObjects : null;
     }
 
+    /**
+     * {@link QuotaConfig#wholeResource}: when it names a quota, every key and operation of the resource resolves to
+     * it, enforced and not shadow; when it does not, the configuration gives the resource more than one counter, a
+     * shadow quota or no resource-level quota (docs/design.md §12, "Batches in NGINX").
+     */
+    @Property(tries = 500)
+    void aWholeResourceQuotaIsWhatEveryRequestToItGets(@ForAll("configs") QuotaConfig config, @ForAll("keys") String key,
+                                                      @ForAll("ops") S3Operation op, @ForAll boolean shadowDefault) {
+        QuotaConfig c = shadowDefault ? config.toBuilder().defaultMode(QuotaMode.SHADOW).build() : config;
+        for (String resource : List.of("r", "unconfigured")) {
+            ResolvedQuota whole = c.wholeResource(resource);
+            if (whole == null) {
+                ResourceQuotas rq = c.resources().get(resource);
+                boolean single = rq != null ? rq.quota() != null && rq.prefixes().isEmpty() : c.methodsDefault().isEmpty();
+                assertThat(!single || c.isShadow(c.resolve(resource, "", op))).as(resource).isTrue();
+                continue;
+            }
+            assertThat(c.resolve(resource, key, op)).as(resource).isEqualTo(whole);
+            assertThat(c.resolveEnforced(resource, key, op)).as(resource).isEqualTo(whole);
+            assertThat(c.isShadow(whole)).isFalse();
+        }
+    }
+
     /** Distinct object keys under one wildcard entry never share a counter, whatever they contain. */
     @Property(tries = 1000)
     void wildcardCountersAreDistinctPerKeyAndOperation(@ForAll String suffix1, @ForAll String suffix2,
