@@ -28,6 +28,12 @@ final class CheckResults {
     /** The line of a check admitted from a request lease: the lease's id and the limiter that granted it. */
     private static final String LEASED_LINE = "result=accepted limiter={} resource={} key={} op={} level={} retry_after={}"
             + " attempts={} lease={} lease_limiter={}";
+    /**
+     * The line of a check admitted from a request lease that handed NGINX a batch of the lease's next slots: the
+     * batch's label ({@link ClientDecision.Batch#label}, what NGINX's {@code $levee_lease} shows for each request it
+     * admits from it), its slots and how long they stay usable.
+     */
+    private static final String BATCH_LINE = LEASED_LINE + " batch={} batch_slots={} batch_life_us={}";
     /** The line of a check refused while a held lease's next slot is not yet usable. */
     private static final String WAITING_LINE = "result=rejected limiter={} resource={} key={} op={} level={}"
             + " retry_after={} attempts={} lease=waiting";
@@ -80,7 +86,15 @@ final class CheckResults {
             String limiter = d.limiter() == null ? "-" : d.limiter();
             String resource = LogText.escape(d.classification().resource());
             String key = LogText.escape(d.classification().key());
-            if (lease != null) {
+            ClientDecision.Batch b = d.batch();
+            if (lease != null && b != null) {
+                DECISIONS.info(BATCH_LINE, limiter, resource, key, d.classification().operation(), d.level(),
+                        org.apache.logging.log4j.util.Unbox.box(d.retryAfter()),
+                        org.apache.logging.log4j.util.Unbox.box(d.attempts()),
+                        org.apache.logging.log4j.util.Unbox.box(lease.id()), LogText.escape(lease.limiterId()),
+                        LogText.escape(b.label()), org.apache.logging.log4j.util.Unbox.box(b.slots()),
+                        org.apache.logging.log4j.util.Unbox.box(b.lifeNs() / 1000));
+            } else if (lease != null) {
                 DECISIONS.info(LEASED_LINE, limiter, resource, key, d.classification().operation(), d.level(),
                         org.apache.logging.log4j.util.Unbox.box(d.retryAfter()),
                         org.apache.logging.log4j.util.Unbox.box(d.attempts()),

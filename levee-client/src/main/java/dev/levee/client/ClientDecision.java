@@ -19,10 +19,41 @@ import dev.levee.s3.S3Classification;
  *                       (a limiter older than issue 14, or no enforced quota)
  * @param wouldReject    whether a shadow quota would have refused the request (it was admitted unless an
  *                       enforced quota refused it; docs/decisions.md, "Shadow quotas")
+ * @param batch          slots of the same key handed to the caller with this admission, for its next requests to the
+ *                       same bucket (docs/design.md §12, "Batches in NGINX"); null for none
  */
 public record ClientDecision(Result result, long retryAfter, long remaining, String limiter, String level,
                              String limitKey, S3Classification classification, int attempts, double rate, int burst,
-                             long reset, boolean wouldReject) {
+                             long reset, boolean wouldReject, Batch batch) {
+
+    /** A decision without a batch. */
+    public ClientDecision(Result result, long retryAfter, long remaining, String limiter, String level,
+                          String limitKey, S3Classification classification, int attempts, double rate, int burst,
+                          long reset, boolean wouldReject) {
+        this(result, retryAfter, remaining, limiter, level, limitKey, classification, attempts, rate, burst, reset,
+                wouldReject, null);
+    }
+
+    /**
+     * Leased slots handed to the caller of a check (NGINX's rate.lua) with an admission: the caller may admit up to
+     * {@code slots} more requests to the same bucket, each at most once, until {@code lifeNs} after it sent the check
+     * (docs/design.md §12, "Batches in NGINX"). The slots were taken from the client's lease
+     * ({@link dev.levee.lease.RequestLeaseHolder#take}) and are gone from it.
+     *
+     * @param slots     how many, ≥ 1
+     * @param lifeNs    how long they stay usable from the instant the check was decided, ns, ≥ 1 (the end of the
+     *                  first slot's window, {@link dev.levee.lease.RequestLeaseRules#slotEndNs}, minus that instant)
+     * @param leaseId   the lease they are of
+     * @param limiterId the limiter that granted it
+     * @param firstSlot the first slot's number in the lease, 1-based
+     */
+    public record Batch(int slots, long lifeNs, long leaseId, String limiterId, int firstSlot) {
+
+        /** Returns the batch's name in logs, {@code <lease id>/<limiter id>/<first slot>-<last slot>}. */
+        public String label() {
+            return leaseId + "/" + limiterId + "/" + firstSlot + "-" + (firstSlot + slots - 1);
+        }
+    }
 
     /** A decision without quota figures (failed checks, tests). */
     public ClientDecision(Result result, long retryAfter, long remaining, String limiter, String level,

@@ -3,6 +3,7 @@ package dev.levee.client;
 import dev.levee.runtime.HostPort;
 import dev.levee.runtime.Http;
 import dev.levee.runtime.Json;
+import dev.levee.runtime.LogText;
 import dev.levee.s3.S3Request;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vertx.core.Future;
@@ -138,12 +139,24 @@ public final class ClientService implements AutoCloseable {
                                java.util.concurrent.atomic.AtomicBoolean warming) {
         String path = req.path();
         if (path.equals("/v1/s3check") && req.method() == HttpMethod.GET) {
+            String query = req.query();
+            int batch = -1;
+            if (query != null && query.startsWith(BATCH_QUERY)) {
+                batch = batchUsed(query);
+                if (batch < 0) {
+                    Http.error(req.response(), 400, "batch must be a whole number from 0 to " + MAX_BATCH_USED
+                            + " (the requests admitted from the caller's last batch), got \"" + LogText.escape(
+                            query.substring(BATCH_QUERY.length()), 40) + "\"");
+                    return;
+                }
+            }
             decide(req, client, new S3Facts(req.getHeader(METHOD), req.getHeader(HOST), req.getHeader(URI),
-                    req.getHeader(COPY_SOURCE)), false, RATELIMIT_ON_ACCEPT.equals(req.query()));
+                    req.getHeader(COPY_SOURCE)), false, RATELIMIT_ON_ACCEPT.equals(query), batch);
         } else if (path.equals("/v1/s3check") && req.method() == HttpMethod.POST) {
             Http.withBody(req, body -> {
                 try {
-                    decide(req, client, Json.parse(body, S3Facts.class), true, RATELIMIT_ON_ACCEPT.equals(req.query()));
+                    decide(req, client, Json.parse(body, S3Facts.class), true, RATELIMIT_ON_ACCEPT.equals(req.query()),
+                            -1);
                 } catch (IllegalArgumentException e) {
                     Http.error(req.response(), 400, e.getMessage());
                 }
@@ -188,8 +201,35 @@ public final class ClientService implements AutoCloseable {
             RateLimitFields.POLICY_HEADER);
     private static final CharSequence RATELIMIT = io.vertx.core.http.HttpHeaders.createOptimized(RateLimitFields.LIMIT_HEADER);
 
+    /**
+     * The query of a check from a caller that takes batches of leased slots, {@code batch=<n>}: {@code n} is how many
+     * requests to the bucket it admitted from its last batch since its last check (docs/design.md §12, "Batches in
+     * NGINX"). An admission that comes with a batch carries {@code X-Levee-Batch: <slots> <life µs> <label>}.
+     */
+    public static final String BATCH_QUERY = "batch=";
+    /** The largest {@code n} of {@value #BATCH_QUERY}: {@value}. */
+    public static final int MAX_BATCH_USED = 1_000_000;
+    private static final CharSequence BATCH = io.vertx.core.http.HttpHeaders.createOptimized("X-Levee-Batch");
+
+    /** Returns {@code n} of a {@code batch=<n>} query, or -1 when it is not a whole number in [0, MAX_BATCH_USED]. */
+    static int batchUsed(String query) {
+        int n = 0;
+        int len = query.length() - BATCH_QUERY.length();
+        if (len < 1 || len > 7) {
+            return -1;
+        }
+        for (int i = BATCH_QUERY.length(); i < query.length(); i++) {
+            char ch = query.charAt(i);
+            if (ch < '0' || ch > '9') {
+                return -1;
+            }
+            n = n * 10 + (ch - '0');
+        }
+        return n <= MAX_BATCH_USED ? n : -1;
+    }
+
     private static void decide(HttpServerRequest req, LeveeClient client, S3Facts f, boolean withBody,
-                               boolean rateLimitOnAccept) {
+                               boolean rateLimitOnAccept, int batch) {
         if (f.method() == null || f.method().isEmpty()) {
             Http.error(req.response(), 400, "missing S3 request method (X-Levee-Method or 'method')");
             return;
@@ -199,7 +239,9 @@ public final class ClientService implements AutoCloseable {
             return;
         }
         S3Request s3 = S3Request.fromRequestUri(f.method(), f.host(), f.uri(), f.copySource());
-        client.check(s3).onComplete(ar -> {
+        io.vertx.core.Promise<ClientDecision> checked = io.vertx.core.Promise.promise();
+        client.check(s3, batch, checked);
+        checked.future().onComplete(ar -> {
             var resp = req.response();
             if (resp.ended() || resp.closed()) {
                 return;
@@ -224,6 +266,10 @@ public final class ClientService implements AutoCloseable {
                 }
             }
             resp.putHeader(RESULT, d.result().word());
+            ClientDecision.Batch b = d.batch();
+            if (b != null) {
+                resp.putHeader(BATCH, b.slots() + " " + b.lifeNs() / 1000 + " " + b.label());
+            }
             if (!withBody) {
                 resp.setStatusCode(d.result().status()).putHeader(CONTENT_LENGTH, ZERO).end();
                 return;

@@ -72,7 +72,19 @@ public final class HotKeys {
      * @return the key's estimate in checks per second after this check, whether it is hot, and whether it just turned so
      */
     public Seen record(String key, long now) {
-        return estimates.get(key, k -> new Estimate(now)).add(now, this);
+        return record(key, now, 1);
+    }
+
+    /**
+     * Counts {@code n} checks on {@code key} at {@code now} (arrivals reported in a lump, as NGINX's batch uses).
+     *
+     * @param key the limit key, not null
+     * @param now a reading of the client's ticker, in nanoseconds
+     * @param n   how many, ≥ 0
+     * @return as {@link #record(String, long)}
+     */
+    public Seen record(String key, long now, int n) {
+        return estimates.get(key, k -> new Estimate(now)).add(now, n, this);
     }
 
     /**
@@ -125,9 +137,9 @@ public final class HotKeys {
             this.at = now;
         }
 
-        synchronized Seen add(long now, HotKeys k) {
+        synchronized Seen add(long now, int n, HotKeys k) {
             long elapsed = now - at;
-            rate = rate * k.decay(elapsed) + 1e9 / k.tauNanos;
+            rate = rate * k.decay(elapsed) + n * 1e9 / k.tauNanos;
             if (elapsed > 0) {
                 at = now; // a reading older than the last (another thread's) is counted at the last
             }

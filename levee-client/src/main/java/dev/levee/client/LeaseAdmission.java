@@ -67,6 +67,13 @@ final class LeaseAdmission {
     static final RequestLeaseRules RULES = RequestLeaseRules.DEFAULTS;
     /** Limit keys whose holders are kept at most: {@value}. */
     static final long MAX_KEYS = 16_384;
+    /** The most slots one batch hands to NGINX: {@value} (a grant's most, {@link RequestLeaseRules#maxSlots}). */
+    static final int BATCH_MAX_SLOTS = 4096;
+    /**
+     * The least time a batch must leave NGINX to use it, ns: {@value} (2 ms). A lease whose next slot's window ends
+     * sooner gives no batch; its slots go one check at a time until one that ends later is next.
+     */
+    static final long BATCH_MIN_LIFE_NS = 2_000_000L;
 
     private final RequestLeases leases;
     private final LeaseSizer sizer;
@@ -77,6 +84,7 @@ final class LeaseAdmission {
     private final Function<String, KeyLease> newKey;
     private final Counter admitted;
     private final Counter waiting;
+    private final Counter batchSlots;
     /** The last epoch made, reused while neither revision moves (one object, not one per check). */
     private volatile RequestLease.Epoch lastEpoch = new RequestLease.Epoch(Long.MIN_VALUE, Long.MIN_VALUE);
 
@@ -99,6 +107,9 @@ final class LeaseAdmission {
         this.asks = new LeaseAsks(http, ticker, options, () -> epoch(leases.revision(), view.get().revision()), registry);
         this.admitted = admissions(registry, "admitted");
         this.waiting = admissions(registry, "waiting");
+        this.batchSlots = Counter.builder("levee_client_lease_batch_slots_total")
+                .description("leased slots handed to NGINX in batches, with admissions (docs/design.md §12)")
+                .register(registry);
     }
 
     private static Counter admissions(MeterRegistry registry, String result) {
@@ -115,14 +126,17 @@ final class LeaseAdmission {
      * @param ranked the group and those beyond it in HRW rank order (the group first)
      * @param g      the group size
      * @param now    the check's ticker reading
+     * @param batch  {@code < 0}: the caller takes no batch; else it does, and admitted this many requests to the
+     *               request's bucket from its last batch since its last check (counted as arrivals on the key)
      * @param done   takes the decision when this decides
      * @return true when this decided the check (admitted or refused from a lease); false: the per-request path
      */
-    boolean decide(S3Classification c, View v, List<Member> ranked, int g, long now, Completable<ClientDecision> done) {
+    boolean decide(S3Classification c, View v, List<Member> ranked, int g, long now, int batch,
+                   Completable<ClientDecision> done) {
         if (dev.levee.runtime.Warmup.RESOURCE.equals(c.resource())) {
             return false; // a warm-up self-check warms the per-request path: never leased, asked for nor counted here
         }
-        RequestLeases.Look look = leases.look(c, now);
+        RequestLeases.Look look = leases.look(c, now, Math.max(0, batch));
         if (look.heat() != RequestLeases.Heat.HOT) {
             return false;
         }
@@ -139,6 +153,7 @@ final class LeaseAdmission {
         KeyLease k = keys.get(rq.limitKey(), newKey);
         int slots = sizer.slots(look.rate(), g, limit);
         RequestLease used;
+        RequestLeaseHolder.Batch taken = null;
         String address = null;
         long wait = 0;
         long remaining = 0;
@@ -147,6 +162,10 @@ final class LeaseAdmission {
             k.epoch(epoch);
             RequestLeaseHolder h = k.holder;
             used = h.admit(now);
+            if (used != null && batch >= 0 && wholeBucket(cfg, c, rq)) {
+                // before the asks below: a holder emptied by the batch asks again at once
+                taken = h.take(now, BATCH_MAX_SLOTS, BATCH_MIN_LIFE_NS);
+            }
             if (used != null) {
                 remaining = Math.min(h.unused(now), limit.capacity());
                 LeaseAsks.Member granting = k.members.get(used.limiterId());
@@ -171,9 +190,14 @@ final class LeaseAdmission {
         }
         if (used != null) {
             double ns = (double) (limit.capacity() - remaining) * limit.emissionIntervalNs();
+            ClientDecision.Batch b = taken == null ? null : new ClientDecision.Batch(taken.slots(), taken.endNs() - now,
+                    taken.lease().id(), taken.lease().limiterId(), taken.firstSlot());
             ClientDecision d = new ClientDecision(ClientDecision.Result.ACCEPTED, 0, remaining, address,
-                    rq.level().label(), rq.limitKey(), c, 0, rq.quota().rate(), rq.quota().burst(), seconds(ns), false);
+                    rq.level().label(), rq.limitKey(), c, 0, rq.quota().rate(), rq.quota().burst(), seconds(ns), false, b);
             admitted.increment();
+            if (b != null) {
+                batchSlots.increment(b.slots());
+            }
             done.succeed(results.leased(d, used));
             return true;
         }
@@ -186,6 +210,15 @@ final class LeaseAdmission {
             return true;
         }
         return false; // RequestLeaseHolder.NO_LEASE: no held lease has a slot
+    }
+
+    /**
+     * Whether every request to the check's bucket is counted on the key {@code rq} names, so that NGINX, which tells
+     * requests apart by bucket only, may admit them from a batch ({@link QuotaConfig#wholeResource}).
+     */
+    private static boolean wholeBucket(QuotaConfig cfg, S3Classification c, ResolvedQuota rq) {
+        ResolvedQuota whole = cfg.wholeResource(c.resource());
+        return whole != null && whole.limitKey().equals(rq.limitKey());
     }
 
     /** Seconds, rounded up, at least 1, of {@code ns} (as the limiter's Retry-After and reset). */

@@ -465,13 +465,27 @@ public final class LeveeClient implements AutoCloseable {
      * @param done    takes the decision; completed on the check's event loop, possibly before this returns
      */
     public void check(S3Request request, Completable<ClientDecision> done) {
+        check(request, -1, done);
+    }
+
+    /**
+     * Checks one S3 request for a caller that takes batches of leased slots (NGINX's rate.lua; docs/design.md §12,
+     * "Batches in NGINX"): as {@link #check(S3Request, Completable)}, and an admission from a lease of a key that
+     * every request to the bucket is counted on may carry {@link ClientDecision#batch()}.
+     *
+     * @param request the raw request facts
+     * @param batch   {@code < 0}: no batch; else the requests to this bucket the caller admitted from its last batch
+     *                since its last check (counted as arrivals on the key)
+     * @param done    takes the decision
+     */
+    public void check(S3Request request, int batch, Completable<ClientDecision> done) {
         if (Vertx.currentContext() == null) {
             // from a thread outside Vert.x a limiter's answer could be lost before it was read ("malformed
             // answer"); the check is made on the client's own context instead
-            context.runOnContext(v -> decide(classifier.classify(request), done));
+            context.runOnContext(v -> decide(classifier.classify(request), batch, done));
             return;
         }
-        decide(classifier.classify(request), done);
+        decide(classifier.classify(request), batch, done);
     }
 
     /**
@@ -484,13 +498,13 @@ public final class LeveeClient implements AutoCloseable {
      */
     public void check(S3Classification classification, Completable<ClientDecision> done) {
         if (Vertx.currentContext() == null) {
-            context.runOnContext(v -> decide(classification, done));
+            context.runOnContext(v -> decide(classification, -1, done));
             return;
         }
-        decide(classification, done);
+        decide(classification, -1, done);
     }
 
-    private void decide(S3Classification classification, Completable<ClientDecision> decision) {
+    private void decide(S3Classification classification, int batch, Completable<ClientDecision> decision) {
         S3Classification c = clamp(classification);
         View v = list.view();
         int g = Rendezvous.groupSize(v.factor(), v.limiters().size());
@@ -504,7 +518,7 @@ public final class LeveeClient implements AutoCloseable {
         long start = r.next(c.operation(), c.key());
         long now = ticker.read();
         List<Member> ranked = r.ranked();
-        if (leases != null && !stopped && leases.decide(c, v, ranked, g, now, decision)) {
+        if (leases != null && !stopped && leases.decide(c, v, ranked, g, now, batch, decision)) {
             return; // admitted or refused from a request lease, no limiter asked (docs/design.md §12)
         }
         int position = SpillOrder.position(ranked.size(), g, start);

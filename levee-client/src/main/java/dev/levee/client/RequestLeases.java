@@ -189,6 +189,16 @@ public final class RequestLeases {
      * @return what the check found; never null
      */
     public Look look(S3Classification c, long now) {
+        return look(c, now, 0);
+    }
+
+    /**
+     * As {@link #look(S3Classification, long)}, counting {@code more} arrivals on the key besides the check: the
+     * requests NGINX admitted from a batch of the key since its last check (docs/design.md §12, "Batches in NGINX").
+     *
+     * @param more arrivals to count besides this check, ≥ 0
+     */
+    public Look look(S3Classification c, long now, int more) {
         long rev = revision.getAsLong();
         QuotaConfig cfg = quotas.get();
         ResolvedQuota rq = cfg.resolveEnforced(c.resource(), c.key(), c.operation());
@@ -198,7 +208,7 @@ public final class RequestLeases {
         if (!r.eligible()) {
             h = Heat.NOT_ELIGIBLE;
         } else {
-            HotKeys.Seen seen = hot.record(r.quota().limitKey(), now);
+            HotKeys.Seen seen = hot.record(r.quota().limitKey(), now, 1 + more);
             h = seen.hot() ? Heat.HOT : Heat.COLD;
             rate = seen.rate();
             if (seen.turnedHot()) {

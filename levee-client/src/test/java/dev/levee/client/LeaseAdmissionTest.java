@@ -64,10 +64,14 @@ class LeaseAdmissionTest {
     final AtomicLong clock = new AtomicLong(5_000_000_000L);
     final AtomicReference<QuotaConfig> quotas = new AtomicReference<>(config());
     final MeterRegistry registry = Metrics.newRegistry();
+    /** The hot-key estimate of the last client made with leases. */
+    RequestLeases requestLeases;
 
     static QuotaConfig config() {
         return QuotaConfig.builder().defaultQuota(new Quota(1000, 100))
-                .resource("hot", new ResourceQuotas(new Quota(5000, 500), List.of())).build();
+                .resource("hot", new ResourceQuotas(new Quota(5000, 500), List.of()))
+                .resource("split", new ResourceQuotas(new Quota(5000, 500),
+                        List.of(new dev.levee.quota.PrefixRule("a", new Quota(5000, 500), java.util.Map.of())))).build();
     }
 
     Answer grant(int slots, long firstNs, long intervalNs, long toleranceNs, String limiterId, String limitKey) {
@@ -149,6 +153,7 @@ class LeaseAdmissionTest {
     LeveeClient client(boolean leases, HttpServer observer, Duration checkTimeout) throws Exception {
         RequestLeases l = leases ? new RequestLeases(new RequestLeases.Settings(10, Duration.ofSeconds(1)), quotas::get,
                 registry) : null;
+        requestLeases = l;
         return LeveeClient.start(vertx, LeveeClient.Options.builder(new HostPort("127.0.0.1", observer.actualPort()))
                 .refresh(Duration.ofHours(1)).checkTimeout(checkTimeout).backoff(Duration.ofSeconds(30))
                 .build(), clock::get, registry, l).await(10, TimeUnit.SECONDS);
@@ -210,6 +215,68 @@ class LeaseAdmissionTest {
                     + " resource=hot key=k op=GetObject level=resource retry_after=0 attempts=0 lease=1 lease_limiter=l1";
             await().atMost(Duration.ofSeconds(10)).until(() -> log.lines().stream().filter(line::equals).count() == 20);
         }
+    }
+
+    static ClientDecision check(LeveeClient c, String uri, int batch) throws Exception {
+        io.vertx.core.Promise<ClientDecision> p = io.vertx.core.Promise.promise();
+        c.check(S3Request.fromRequestUri("GET", null, uri, null), batch, p);
+        return p.future().await(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A caller that takes batches (NGINX) gets, with an admission from a lease of a key every request to the bucket
+     * is counted on, the lease's next usable slots, gone from the holder, usable until the first one's window ends;
+     * the emptied holder asks again at once, and the requests the caller reports it admitted count on the key.
+     */
+    @Test
+    void anAdmissionHandsACallerThatTakesBatchesTheNextUsableSlots() throws Exception {
+        // a lead of 10 ms: slot k's window is [10 ms + (k − 1) T − τ, 10 ms + k T), every slot usable at once
+        leaseAnswer = a -> grant(50, 10 * MS, LIMIT.emissionIntervalNs(), LIMIT.toleranceNs(), "l1", KEY);
+        try (LogCapture log = new LogCapture("levee.client")) {
+            LeveeClient c = client(true);
+            warm(c, "granted");
+            clock.addAndGet(10 * US);
+            assertThat(check(c, "/hot/k", -1).batch()).as("a caller that takes none gets none").isNull();
+            ClientDecision d = check(c, "/hot/other-key", 0);
+            assertThat(d.attempts()).isZero();
+            ClientDecision.Batch b = d.batch();
+            assertThat(b).isNotNull();
+            assertThat(b.firstSlot()).isEqualTo(3);
+            assertThat(b.slots()).isEqualTo(48);
+            assertThat(b.leaseId()).isEqualTo(1);
+            assertThat(b.limiterId()).isEqualTo("l1");
+            // slot 3's window ends 10 ms + 3 T = 10.6 ms after the grant (less drift and margin); 10 µs have passed
+            assertThat(b.lifeNs()).isBetween(2 * MS, 10_590 * US);
+            assertThat(registry.get("levee_client_lease_batch_slots_total").counter().count()).isEqualTo(48);
+            await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 2); // the emptied holder asked again
+            double before = requestLeases.hotKeys().rate(KEY, clock.get());
+            clock.addAndGet(10 * US);
+            ClientDecision again = check(c, "/hot/k", 48);
+            assertThat(again.batch()).isNotNull();
+            assertThat(requestLeases.hotKeys().rate(KEY, clock.get())).as("the 48 reported count as arrivals")
+                    .isGreaterThan(before + 40);
+            String line = "INFO result=accepted limiter=127.0.0.1:" + limiter.actualPort()
+                    + " resource=hot key=other-key op=GetObject level=resource retry_after=0 attempts=0 lease=1"
+                    + " lease_limiter=l1 batch=1/l1/3-50 batch_slots=48 batch_life_us=" + b.lifeNs() / 1000;
+            await().atMost(Duration.ofSeconds(10)).until(() -> log.lines().contains(line));
+        }
+    }
+
+    /** A bucket whose requests may be counted on more than one key gives no batch: NGINX tells requests apart by bucket only. */
+    @Test
+    void noBatchWhereTheBucketsRequestsHaveMoreThanOneCounter() throws Exception {
+        leaseAnswer = a -> grant(50, 10 * MS, LIMIT.emissionIntervalNs(), LIMIT.toleranceNs(), "l1",
+                config().resolve(a.resource(), a.key(), dev.levee.s3.S3Operation.valueOf(a.operation())).limitKey());
+        LeveeClient c = client(true);
+        for (int i = 0; i < 11; i++) {
+            check(c, "/split/a1", 0);
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 1);
+        clock.addAndGet(10 * US);
+        ClientDecision d = check(c, "/split/a1", 0);
+        assertThat(d.attempts()).as("leased").isZero();
+        assertThat(d.limitKey()).isEqualTo("prefix:split/a");
+        assertThat(d.batch()).isNull();
     }
 
     @Test
