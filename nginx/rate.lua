@@ -59,6 +59,24 @@
 -- The subrequest's timeout is the internal location's proxy_*_timeout: a subrequest cannot be
 -- abandoned from Lua, so that transport has no per-call timeout option (docs/nginx.md).
 --
+-- Batches (docs/design.md §12, "Batches in NGINX"): with { batches = true } (subrequest transport only, not with
+-- ratelimit_on_accept; needs lua_shared_dict levee_batches, levee-http.conf) the check says "batch=<n>" and
+-- levee-client --leases may answer an admission from a request lease with
+--
+--     X-Levee-Batch: <slots> <life µs> <label>
+--
+-- the lease's next usable slots, for the next requests to the same bucket, each usable once, until <life µs> after
+-- the check was sent (read on CLOCK_MONOTONIC before the subrequest, so the deadline is never later than
+-- levee-client's). levee-client gives a batch only for a bucket whose every request is counted on one key. Here a
+-- bucket is told by the request's first path segment and Host, which is all levee-client's classifier reads to name
+-- the bucket (a request target that is not "/<segment>..." never uses a batch). The batch is shared by the workers
+-- in levee_batches: a generation number per batch, an atomic counter per generation; a request takes a slot while
+-- the counter stays within the batch and the deadline has not passed, else it is checked as always, reporting how
+-- many requests the batch admitted (levee-client counts them as arrivals on the key). Slots left at the deadline
+-- are lost. A request admitted from a batch has $levee_result "accepted" and $levee_lease the batch's label
+-- (<lease id>/<limiter id>/<first slot>-<last slot>, as levee-client's log line of the batch); it is counted as
+-- accepted and as "batched" in the shared dict "levee".
+--
 -- The cosocket transport sends "C <flags> <method><host><uri><copy-source>\n", each field as
 -- "<length>:<bytes>" ($request_method, $http_host, $request_uri, $http_x_amz_copy_source; flags 1 asks
 -- for the RateLimit fields on an accepted answer), and reads one line back:
@@ -90,6 +108,7 @@ local find = string.find
 local sub = string.sub
 local gsub = string.gsub
 local tcp = ngx.socket.tcp
+local byte = string.byte
 
 local ACCEPTED = "accepted"
 local REJECTED = "rejected"
@@ -259,6 +278,119 @@ local function retry_after_of(res)
     return floor(v)
 end
 
+-- CLOCK_MONOTONIC read through LuaJIT's FFI, seconds (a double): the batches' deadlines. ngx.now() is the wall
+-- clock, cached per event-loop turn; resty.core.time's monotonic_msec is cached too. nil where the FFI is missing:
+-- batches are then off (attempt() says so).
+local monotonic = nil
+do
+    local ok_ffi, ffi = pcall(require, "ffi")
+    if ok_ffi then
+        pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } levee_timespec;"
+                .. " int clock_gettime(int clk_id, levee_timespec *tp);")
+        local ok_ts, ts = pcall(ffi.new, "levee_timespec")
+        local C = ffi.C
+        if ok_ts and pcall(function() return C.clock_gettime(1, ts) end) then
+            monotonic = function()
+                C.clock_gettime(1, ts) -- 1: CLOCK_MONOTONIC (Linux)
+                return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+            end
+        end
+    end
+end
+
+local BATCHES_DICT = "levee_batches"
+local BATCH_HEADER = "X-Levee-Batch"
+
+-- The batch scope of the current request: "<first path segment> <Host>" (a raw segment has no space), or nil when
+-- the request target is not "/<segment>..." (absolute form, "//", "*"): levee-client's classifier names the bucket
+-- from these two alone.
+local function scope_of(var)
+    local uri = var.request_uri
+    if uri == nil or byte(uri, 1) ~= 47 or byte(uri, 2) == 47 then -- "/" and not "//"
+        return nil
+    end
+    local e = find(uri, "[/?]", 2)
+    return (e and sub(uri, 2, e - 1) or sub(uri, 2)) .. " " .. (var.http_host or "")
+end
+
+-- Per worker: the last parsed entry of each scope ({ raw, gen, slots, deadline, label }), so that an entry is parsed
+-- once per batch, not per request; at most BATCH_CACHE scopes (lua-resty-lrucache, least recently used out).
+local BATCH_CACHE = 1024
+local parsed = nil
+do
+    local ok, lrucache = pcall(require, "resty.lrucache")
+    if ok then
+        parsed = lrucache.new(BATCH_CACHE)
+    end
+end
+
+-- Parses a levee_batches entry "<gen> <slots> <deadline> <label>".
+local function parse_entry(raw)
+    local a = find(raw, " ", 1, true)
+    local b = a and find(raw, " ", a + 1, true)
+    local c = b and find(raw, " ", b + 1, true)
+    if c == nil then
+        return nil
+    end
+    return { raw = raw, gen = sub(raw, 1, a - 1), slots = tonumber(sub(raw, a + 1, b - 1)),
+             deadline = tonumber(sub(raw, b + 1, c - 1)), label = sub(raw, c + 1) }
+end
+
+-- Takes a slot of the scope's batch: returns the batch's label when the request is admitted from it; else nil and
+-- how many requests the batch admitted, to report (nil when another worker reports it, or there is no batch).
+local function take_from_batch(dict, scope)
+    local raw = dict:get(scope)
+    if raw == nil then
+        return nil, nil
+    end
+    local entry = parsed and parsed:get(scope)
+    if entry == nil or entry.raw ~= raw then
+        entry = parse_entry(raw)
+        if entry == nil or entry.slots == nil or entry.deadline == nil then
+            return nil, nil
+        end
+        if parsed then
+            parsed:set(scope, entry)
+        end
+    end
+    local counter = scope .. "\n" .. entry.gen
+    if monotonic() < entry.deadline then
+        local n = dict:incr(counter, 1, 0, 60)
+        if n ~= nil and n <= entry.slots then
+            return entry.label
+        end
+    end
+    -- used up or past its deadline: one worker reports how many it admitted, then the scope's entry goes
+    if dict:add(counter .. "r", true, 60) then
+        local n = dict:get(counter) or 0
+        return nil, n < entry.slots and n or entry.slots
+    end
+    return nil, nil
+end
+
+-- Installs the batch of an X-Levee-Batch answer for the scope, from the instant the check was sent.
+local function install_batch(dict, scope, value, sent)
+    local s1 = find(value, " ", 1, true)
+    local s2 = s1 and find(value, " ", s1 + 1, true)
+    if s2 == nil then
+        return false
+    end
+    local slots = tonumber(sub(value, 1, s1 - 1))
+    local life_us = tonumber(sub(value, s1 + 1, s2 - 1))
+    local label = sub(value, s2 + 1)
+    if slots == nil or life_us == nil or slots < 1 or slots ~= floor(slots) or life_us < 1 or life_us > 60e6
+            or label == "" or find(label, "[%c]") ~= nil then
+        return false
+    end
+    local gen = dict:incr("levee:batch-generation", 1, 0)
+    if gen == nil then
+        return false
+    end
+    local deadline = sent + life_us * 1e-6
+    dict:set(scope, gen .. " " .. slots .. " " .. string.format("%.6f", deadline) .. " " .. label, life_us * 1e-6 + 1)
+    return true
+end
+
 local CHECK_PLAIN = { method = HTTP_GET }
 local CHECK_WITH_FIELDS = { method = HTTP_GET, args = "ratelimit=1" }
 
@@ -424,7 +556,7 @@ end
 -- Asks levee-client through the internal location, or over the line protocol when cosocket;
 -- returns the result word, Retry-After (seconds), when failed the reason, and the RateLimit-Policy
 -- and RateLimit values (or nil).
-local function check(location, on_accept, cosocket, host, port, timeout, pool_size, keepalive)
+local function check(location, on_accept, cosocket, host, port, timeout, pool_size, keepalive, batch_used)
     if type(location) ~= "string" or location == "" then
         error("the check location must be a path such as \"/.levee\", got " .. tostring(location))
     end
@@ -441,9 +573,13 @@ local function check(location, on_accept, cosocket, host, port, timeout, pool_si
         return FAILED, 0, "HTTP/2 request: the NGINX lua module makes no subrequests from HTTP/2;"
                 .. " serve S3 over HTTP/1.1 on this listener"
     end
-    local res = capture(location, on_accept and CHECK_WITH_FIELDS or CHECK_PLAIN)
+    local res = capture(location, batch_used ~= nil and { method = HTTP_GET, args = "batch=" .. batch_used }
+            or on_accept and CHECK_WITH_FIELDS or CHECK_PLAIN)
     local result = res.header["X-Levee-Result"]
     if res.status == 200 and result == ACCEPTED then
+        if batch_used ~= nil then
+            return ACCEPTED, 0, nil, nil, nil, res.header[BATCH_HEADER]
+        end
         if on_accept then
             return ACCEPTED, 0, nil, res.header[RATELIMIT_POLICY], res.header[RATELIMIT]
         end
@@ -580,21 +716,72 @@ local function options_of(opts)
             whole(opts, "keepalive", 30000, 1, 3600000)
 end
 
+-- Reads the batches option: false, or the levee_batches dict when { batches = true } may be used with the others.
+local function batches_of(opts, on_accept, cosocket)
+    local b = type(opts) == "table" and opts.batches or nil
+    if b == nil or b == false then
+        return false
+    end
+    if b ~= true then
+        error("batches must be true or false, got " .. tostring(b))
+    end
+    if cosocket then
+        error("batches = true works with the subrequest transport only")
+    end
+    if on_accept then
+        error("batches = true cannot go with ratelimit_on_accept = true (a batch's admissions carry no RateLimit fields)")
+    end
+    local dict = ngx.shared[BATCHES_DICT]
+    if dict == nil then
+        error("batches = true needs \"lua_shared_dict " .. BATCHES_DICT .. " 1m;\" in http { } (levee-http.conf)")
+    end
+    if monotonic == nil then
+        error("batches = true needs LuaJIT's FFI for the monotonic clock, which this lua module lacks")
+    end
+    return dict
+end
+
+-- Decides from the scope's batch or with a check that takes one (batches = true); returns as check(), and the
+-- batch's label when the request was admitted from a batch.
+local function check_with_batches(location, dict)
+    local scope = scope_of(ngx.var)
+    if scope == nil then
+        return check(location, false, false)
+    end
+    local label, used = take_from_batch(dict, scope)
+    if label ~= nil then
+        return ACCEPTED, 0, nil, nil, nil, label
+    end
+    local sent = monotonic()
+    local word, retry_after, reason, rl_policy, rl_limit, batch = check(location, false, false, nil, nil, nil, nil, nil,
+            used or 0)
+    if batch ~= nil and not install_batch(dict, scope, batch, sent) then
+        ngx.log(ngx.WARN, "levee: levee-client sent a batch this rate.lua cannot read (X-Levee-Batch: ",
+                excerpt(batch), "): not used")
+    end
+    return word, retry_after, reason, rl_policy, rl_limit
+end
+
 --- Checks the current request with Levee and enforces the decision (access phase).
 -- @param location internal location that proxies to levee-client, e.g. "/.levee" (".levee" works too);
 --                 with the cosocket transport it must still be given (it is not used)
 -- @param opts     { on_failure = "allow" | "deny" (default "allow"),
 --                   ratelimit_on_accept = true | false (default false),
 --                   chunked_location = "@levee_chunked" (default none: signed chunked uploads are not re-framed),
+--                   batches = true | false (default false: see "Batches" above; subrequest transport only),
 --                   transport = "subrequest" | "cosocket" (default "subrequest"),
 --                   and with "cosocket": host (default "127.0.0.1"), port (7201), timeout (ms for
 --                   each of connect, send and read: 1000), pool_size (idle connections kept per
 --                   worker: 64), keepalive (ms an idle connection is kept: 30000) }
 function _M.attempt(location, opts)
     local policy = "allow"
-    local ok, word, retry_after, reason, rl_policy, rl_limit = pcall(function()
+    local ok, word, retry_after, reason, rl_policy, rl_limit, batch_label = pcall(function()
         policy = policy_of(opts)
         local on_accept, cosocket, host, port, timeout, pool_size, keepalive = options_of(opts)
+        local batches = batches_of(opts, on_accept, cosocket)
+        if batches then
+            return check_with_batches(location, batches)
+        end
         return check(location, on_accept, cosocket, host, port, timeout, pool_size, keepalive)
     end)
     if not ok then
@@ -603,6 +790,11 @@ function _M.attempt(location, opts)
     end
     set_var("levee_result", word)
     local chunked_location = type(opts) == "table" and opts.chunked_location or nil
+    if batch_label ~= nil then
+        -- admitted from a batch of leased slots, no check made
+        set_var("levee_lease", batch_label)
+        count("batched")
+    end
     if word == ACCEPTED then
         count(ACCEPTED)
         if rl_policy ~= nil then
@@ -629,10 +821,11 @@ function _M.slow_down()
     return respond_slow_down(retry_after, ok_p and policy or nil, ok_l and limit or nil)
 end
 
---- Returns the counters of the shared dict "levee": { accepted = n, rejected = n, failed = n }.
+--- Returns the counters of the shared dict "levee": { accepted = n, rejected = n, failed = n, batched = n }
+-- (batched: the accepted ones admitted from a batch, without a check).
 function _M.stats()
     local dict = ngx.shared.levee
-    local out = { accepted = 0, rejected = 0, failed = 0 }
+    local out = { accepted = 0, rejected = 0, failed = 0, batched = 0 }
     if dict then
         for k in pairs(out) do
             out[k] = dict:get(k) or 0

@@ -12,6 +12,9 @@
 #   /ideal/     rate.lua with the same check location answered by NGINX itself: the bound for any levee-client
 #   /lease/     rate.lua asking a second levee-client started with --leases (issue 23): the hot bucket's checks are
 #               admitted from request leases, without a limiter per check (docs/design.md §12)
+#   /batch/     the same with rate.lua's batches = true: the levee-client --leases hands NGINX batches of leased
+#               slots, and NGINX admits the hot bucket's requests from them without a check each
+#               (docs/design.md §12, "Batches in NGINX")
 # (No /ideal-cosocket/ row: a null line server inside NGINX would need the stream module, which Debian ships
 # apart (libnginx-mod-stream), and stream's `return` closes the connection after each answer, so it would
 # measure a connect per check rather than a pooled check.)
@@ -25,7 +28,7 @@
 # Environment: WORKERS (NGINX worker_processes, default 1), LOG_LEVEL (levee roles, default INFO),
 # CLIENT_OPTS (extra levee client flags, e.g. "--limiter-in-flight 1"),
 # WARMUP (default 20s), KEEP=1 keeps the work directory with every log and wrk output,
-# ROWS (locations measured, default "none limitreq levee cosocket ideal lease client"),
+# ROWS (locations measured, default "none limitreq levee cosocket ideal lease batch client"),
 # OPEN_LOOP=1 adds open-loop rows at OPEN_LOOP_FRACTION (default 0.5) of /levee/'s rate (OPEN_LOOP_DURATION, default 15s, after 15 s of warm-up each;
 # OPEN_LOOP_ROUNDS, default 2) through `levee bench http` on Epsilon, or through wrk2 (a C generator, open loop,
 # latency from the scheduled send time, its first 10 s of calibration discarded) when WRK2 names its binary,
@@ -151,7 +154,7 @@ $("${LEVEE[@]}" nginx-config --part http --client "127.0.0.1:$CLIENT" --lua-dir 
         location = /levee/stats {
             content_by_lua_block {
                 local s = require("rate").stats()
-                ngx.say(s.accepted, " accepted, ", s.rejected, " rejected, ", s.failed, " failed")
+                ngx.say(s.accepted, " accepted (", s.batched, " of them from batches), ", s.rejected, " rejected, ", s.failed, " failed")
             }
         }
     }
@@ -182,6 +185,10 @@ $("${LEVEE[@]}" nginx-config --part check | awk '/^location = /,/^}/' | sed -e '
             access_by_lua_block { require("rate").attempt("/.lease") }
             proxy_pass http://tiny;
         }
+        location /batch/ {
+            access_by_lua_block { require("rate").attempt("/.lease", { batches = true }) }
+            proxy_pass http://tiny;
+        }
     }
 }
 EOF
@@ -190,7 +197,7 @@ EOF
 PIDS+=($!)
 NGINX_PID=$!
 wait_for "$S3" /none/x nginx
-for loc in none limitreq levee cosocket ideal lease; do
+for loc in none limitreq levee cosocket ideal lease batch; do
   [ "$(http_status "$S3" "/$loc/x")" = 200 ] || { echo "/$loc/ does not answer 200" >&2; KEEP=1; exit 1; }
 done
 
@@ -199,6 +206,7 @@ echo "warming up the JVMs for $WARMUP through each transport..." >&2
 wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/levee/warm" >/dev/null
 wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/cosocket/warm" >/dev/null
 wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/lease/warm" >/dev/null
+wrk -t1 -c"$CONNS" -d"$WARMUP" "http://127.0.0.1:$S3/batch/warm" >/dev/null
 
 to_ms() { # wrk latency such as 812.00us, 1.23ms, 2.00s
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'
@@ -224,11 +232,11 @@ ticks() {
 }
 busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 HZ="$(getconf CLK_TCK)"
-LOCS="${ROWS:-none limitreq levee cosocket ideal lease client}"
+LOCS="${ROWS:-none limitreq levee cosocket ideal lease batch client}"
 declare -A RPS P50 P99 ERR CPU_NGINX CPU_CLIENT CPU_LIMITERS CPU_ALL
 run() { # name conns
   local out n0 c0 l0 a0 n1 c1 l1 a1 t0 t1 cpid="$CLIENT_PID"
-  [ "$1" = lease ] && cpid="$LEASE_CLIENT_PID" # the row's own levee-client
+  { [ "$1" = lease ] || [ "$1" = batch ]; } && cpid="$LEASE_CLIENT_PID" # the row's own levee-client
   n0=$(ticks "$NGINX_PID"); c0=$(ticks "$cpid"); l0=$(ticks "${LIMITER_PIDS[@]}"); a0=$(busy); t0=$(date +%s%N)
   if [ "$1" = client ]; then
     out="$(wrk -t1 -c"$2" -d"$DURATION" --latency -s "$WORK/check.lua" "http://127.0.0.1:$CLIENT")"
@@ -303,13 +311,24 @@ echo "(check alone) = wrk straight to levee-client's GET /v1/s3check with the he
 echo "/ideal/ = rate.lua and the generated check location, answered by NGINX itself (a levee-client that costs nothing)"
 echo "/cosocket/ = rate.lua's cosocket transport to the same levee-client's line endpoint (no subrequest)"
 echo "/lease/ = rate.lua asking a second levee-client with --leases: hot keys admitted from request leases"
+echo "/batch/ = the same with rate.lua's batches = true: NGINX admits from batches of leased slots, no check each"
 ratio() { awk -v a="${RPS[$1]:-}" -v b="${RPS[$2]:-}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
 SERVED_LEASE="$(served "$LEASE_CLIENT" levee_client_results_total)"
 exec 3<>"/dev/tcp/127.0.0.1/$LEASE_CLIENT"
 printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-FROM_LEASES="$(awk '$1 ~ /^levee_client_lease_admissions_total\{/ && $1 ~ /result="admitted"/ { n += $2 } END { printf "%.0f", n }' <&3)"
+read -r FROM_LEASES BATCH_SLOTS <<<"$(awk '$1 ~ /^levee_client_lease_admissions_total\{/ && $1 ~ /result="admitted"/ { n += $2 }
+  $1 ~ /^levee_client_lease_batch_slots_total/ { b += $2 } END { printf "%.0f %.0f", n, b }' <&3)"
 exec 3>&-
-echo "levee-client --leases decided $SERVED_LEASE checks over the whole run, $FROM_LEASES of them from leases"
+echo "levee-client --leases decided $SERVED_LEASE checks over the whole run, $FROM_LEASES of them from leases," \
+  "and handed NGINX $BATCH_SLOTS slots in batches"
+for c in "$CONNS" 1; do
+  [ -n "${RPS[batch.$c]:-}" ] || continue
+  cpu_ratio="$(awk -v a="${CPU_CLIENT[batch.$c]}" -v l="${CPU_LIMITERS[batch.$c]}" -v n="${CPU_NGINX[none.$c]:-}" 'BEGIN { if (n > 0) printf "%.2f", (a + l) / n; else print "-" }')"
+  echo "connections $c: /batch/ $(ratio "batch.$c" "none.$c")x /none/ throughput, $(ratio "batch.$c" "levee.$c")x /levee/;" \
+    "levee-client + limiters CPU per request $cpu_ratio x NGINX's per /none/ request;" \
+    "p50 over /none/: /batch/ $(awk -v a="${P50[batch.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms," \
+    "/levee/ $(awk -v a="${P50[levee.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms"
+done
 for c in "$CONNS" 1; do
   [ -n "${RPS[lease.$c]:-}" ] || continue
   cpu_ratio="$(awk -v a="${CPU_CLIENT[lease.$c]}" -v l="${CPU_LIMITERS[lease.$c]}" -v n="${CPU_NGINX[none.$c]:-}" 'BEGIN { if (n > 0) printf "%.2f", (a + l) / n; else print "-" }')"

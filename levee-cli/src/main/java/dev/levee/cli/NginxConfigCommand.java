@@ -68,6 +68,12 @@ final class NginxConfigCommand implements Callable<Integer> {
                     + " SlowDown always carries them (default: off)")
     boolean rateLimitOnAccept;
 
+    @Option(names = "--batches", defaultValue = "false",
+            description = "admit the next requests to a hot bucket in NGINX from batches of leased slots that levee"
+                    + " client --leases hands over with an admission, without a check each (subrequest transport;"
+                    + " docs/nginx.md, \"Batches\"; default: off)")
+    boolean batches;
+
     @Option(names = "--timeout", converter = Converters.DurationConverter.class, defaultValue = "1s",
             description = "longest a check may take before on_failure applies (default: ${DEFAULT-VALUE})")
     Duration timeout;
@@ -145,7 +151,7 @@ final class NginxConfigCommand implements Callable<Integer> {
         NginxConfig.Builder b = NginxConfig.builder()
                 .listen(listen).backend(backend).client(client).onFailure(onFailure).timeout(timeout)
                 .transport(transport).clientLine(clientLine)
-                .rateLimitOnAccept(rateLimitOnAccept)
+                .rateLimitOnAccept(rateLimitOnAccept).batches(batches)
                 .checkLocation(checkLocation).checkInclude(checkInclude).workers(workers)
                 .statusListen(statusListen).http2(http2);
         if (luaModules != null) {

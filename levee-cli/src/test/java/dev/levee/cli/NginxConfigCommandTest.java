@@ -51,6 +51,22 @@ class NginxConfigCommandTest {
     }
 
     @Test
+    void batchesAreOffUnlessAskedAndRefusedWhereTheyCannotWork() {
+        MainTest.Run on = MainTest.run("nginx-config", "--part", "site", "--batches");
+        assertThat(on.status()).as(on.err()).isZero();
+        assertThat(on.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", batches = true, chunked_location = \"@levee_chunked\" })");
+        assertThat(MainTest.run("nginx-config", "--part", "http").out()).contains("lua_shared_dict levee_batches 4m;")
+                .contains("lease=$levee_lease levee=$levee_result';");
+        assertThat(MainTest.run("nginx-config", "--part", "check").out()).contains("set $levee_lease \"\";");
+        MainTest.Run cosocket = MainTest.run("nginx-config", "--batches", "--transport", "cosocket");
+        assertThat(cosocket.status()).isEqualTo(2);
+        assertThat(cosocket.err()).contains("batches work with the subrequest transport only").doesNotContain("Exception");
+        MainTest.Run fields = MainTest.run("nginx-config", "--batches", "--ratelimit-headers-on-accept");
+        assertThat(fields.status()).isEqualTo(2);
+        assertThat(fields.err()).contains("batches cannot go with the RateLimit fields on accepted responses");
+    }
+
+    @Test
     void valuesReachTheConfiguration() {
         MainTest.Run r = MainTest.run("nginx-config", "--listen", "10.0.0.5:80", "--backend", "10.0.0.9:7480",
                 "--client", "127.0.0.1:7201", "--timeout", "250ms", "--on-failure", "deny", "--lua-dir",

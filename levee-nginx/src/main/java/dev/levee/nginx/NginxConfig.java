@@ -141,7 +141,8 @@ public final class NginxConfig {
         v.put("check_location", b.checkLocation);
         v.put("timeout", b.timeout.toMillis() + "ms");
         v.put("on_failure", b.onFailure.word());
-        v.put("ratelimit_option", b.rateLimitOnAccept ? ", ratelimit_on_accept = true" : "");
+        v.put("ratelimit_option", (b.rateLimitOnAccept ? ", ratelimit_on_accept = true" : "")
+                + (b.batches ? ", batches = true" : ""));
         v.put("transport_options", transportOptions());
         v.put("listen", b.listen.toString());
         v.put("backend", b.backend.toString());
@@ -252,6 +253,7 @@ public final class NginxConfig {
         private String extraHttp = "";
         private boolean http2;
         private boolean rateLimitOnAccept;
+        private boolean batches;
         private Transport transport = Transport.SUBREQUEST;
         private HostPort clientLine = new HostPort("127.0.0.1", 7201);
 
@@ -279,6 +281,7 @@ public final class NginxConfig {
             c.extraHttp = extraHttp;
             c.http2 = http2;
             c.rateLimitOnAccept = rateLimitOnAccept;
+            c.batches = batches;
             c.transport = transport;
             c.clientLine = clientLine;
             return c;
@@ -329,6 +332,16 @@ public final class NginxConfig {
          */
         public Builder rateLimitOnAccept(boolean v) {
             rateLimitOnAccept = v;
+            return this;
+        }
+
+        /**
+         * Whether rate.lua takes batches of leased slots from levee-client {@code --leases} and admits the next
+         * requests to a hot bucket from them without a check (rate.lua's {@code batches}; docs/design.md §12,
+         * "Batches in NGINX"; default off). The subrequest transport only, without {@link #rateLimitOnAccept}.
+         */
+        public Builder batches(boolean v) {
+            batches = v;
             return this;
         }
 
@@ -476,6 +489,14 @@ public final class NginxConfig {
                         + " http2 speaks HTTP/2 only (h2c with prior knowledge), which S3 clients do not. The cosocket"
                         + " transport checks HTTP/2 requests: enable http2 on a TLS listener of your own"
                         + " (docs/nginx.md).");
+            }
+            if (batches && transport == Transport.COSOCKET) {
+                errors.add("batches work with the subrequest transport only (rate.lua reads X-Levee-Batch from the"
+                        + " subrequest's answer); leave out the cosocket transport or the batches");
+            }
+            if (batches && rateLimitOnAccept) {
+                errors.add("batches cannot go with the RateLimit fields on accepted responses: a request admitted from"
+                        + " a batch is decided without levee-client, which computes them");
             }
             for (HostPort hp : new HostPort[] {listen, backend, client, clientLine}) {
                 if (!SAFE_HOST.matcher(hp.host()).matches()) {
