@@ -368,6 +368,10 @@ local function take_from_batch(dict, scope)
     return nil, nil
 end
 
+-- How long one request may hold the right to fetch a scope's next batch, s: past it (a check that never came
+-- back) another may.
+local FETCH_HOLD = 1
+
 -- Installs the batch of an X-Levee-Batch answer for the scope, from the instant the check was sent.
 local function install_batch(dict, scope, value, sent)
     local s1 = find(value, " ", 1, true)
@@ -752,9 +756,27 @@ local function check_with_batches(location, dict)
     if label ~= nil then
         return ACCEPTED, 0, nil, nil, nil, label
     end
+    -- one request at a time fetches the scope's next batch (a batch installed over another one would lose its
+    -- slots); the others are checked without taking one, and report nothing
+    local fetch = scope .. "\nfetch"
+    if not dict:add(fetch, true, FETCH_HOLD) then
+        if used ~= nil and used > 0 then
+            dict:incr(scope .. "\nunreported", used, 0, 60) -- reported by the next fetch
+        end
+        return check(location, false, false)
+    end
+    local unreported = dict:get(scope .. "\nunreported")
+    if unreported ~= nil and unreported > 0 then
+        dict:incr(scope .. "\nunreported", -unreported)
+        used = (used or 0) + unreported
+    end
     local sent = monotonic()
-    local word, retry_after, reason, rl_policy, rl_limit, batch = check(location, false, false, nil, nil, nil, nil, nil,
-            used or 0)
+    local ok, word, retry_after, reason, rl_policy, rl_limit, batch = pcall(check, location, false, false, nil, nil, nil,
+            nil, nil, used and (used < 1000000 and used or 1000000) or 0)
+    dict:delete(fetch)
+    if not ok then
+        error(word, 0)
+    end
     if batch ~= nil and not install_batch(dict, scope, batch, sent) then
         ngx.log(ngx.WARN, "levee: levee-client sent a batch this rate.lua cannot read (X-Levee-Batch: ",
                 excerpt(batch), "): not used")

@@ -69,6 +69,16 @@ final class LeaseAdmission {
     static final long MAX_KEYS = 16_384;
     /** The most slots one batch hands to NGINX: {@value} (a grant's most, {@link RequestLeaseRules#maxSlots}). */
     static final int BATCH_MAX_SLOTS = 4096;
+
+    /**
+     * The most slots one batch takes when the client asks for leases of {@code slots}: half of it, so that the holder
+     * keeps slots for the checks NGINX sends while its next batch is on the way (the requests of other buckets and
+     * those that find the batch used up), instead of sending them to a limiter per request, and a member's leases
+     * fall to half of {@code slots} with the batch, which asks that member again at once.
+     */
+    static int batchSlots(int slots) {
+        return Math.max(1, Math.min(BATCH_MAX_SLOTS, slots / 2));
+    }
     /**
      * The least time a batch must leave NGINX to use it, ns: {@value} (2 ms). A lease whose next slot's window ends
      * sooner gives no batch; its slots go one check at a time until one that ends later is next.
@@ -164,7 +174,7 @@ final class LeaseAdmission {
             used = h.admit(now);
             if (used != null && batch >= 0 && wholeBucket(cfg, c, rq)) {
                 // before the asks below: a holder emptied by the batch asks again at once
-                taken = h.take(now, BATCH_MAX_SLOTS, BATCH_MIN_LIFE_NS);
+                taken = h.take(now, batchSlots(slots), BATCH_MIN_LIFE_NS);
             }
             if (used != null) {
                 remaining = Math.min(h.unused(now), limit.capacity());
