@@ -11,7 +11,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Closed-loop load on levee-client's {@code GET /v1/s3check} (what NGINX's subrequest calls) for accuracy tests:
+ * Closed-loop load on levee-client's {@code GET /v1/s3check} (what NGINX's subrequest calls), or on NGINX itself,
+ * for accuracy tests:
  * every answer is counted, each admission with the instant its answer arrived, so that a test can check the bound
  * in every window as a user would observe it (QuotaAccuracyIT, RequestLeaseBoundIT).
  */
@@ -61,10 +62,36 @@ final class ClosedLoop {
         }
     }
 
-    /** A levee-client endpoint to drive: its {@code GET /v1/s3check} port. */
-    record Endpoint(int port) {
+    /**
+     * An endpoint to drive: levee-client's {@code GET /v1/s3check} port (200 admitted, 429 refused), or with
+     * {@code nginx} an S3 listener of NGINX with rate.lua, sent {@code GET /<bucket>/<key>} (503 refused, any other
+     * answer of the backend admitted).
+     */
+    record Endpoint(int port, boolean nginx) {
         static Endpoint of(dev.levee.client.ClientService s) {
-            return new Endpoint(s.port());
+            return new Endpoint(s.port(), false);
+        }
+
+        static Endpoint nginx(int port) {
+            return new Endpoint(port, true);
+        }
+
+        io.vertx.core.http.RequestOptions request(String bucket, long seq) {
+            io.vertx.core.http.RequestOptions o = new io.vertx.core.http.RequestOptions()
+                    .setMethod(io.vertx.core.http.HttpMethod.GET).setHost("127.0.0.1").setPort(port).setTimeout(5000);
+            if (nginx) {
+                return o.setURI("/" + bucket + "/k" + seq);
+            }
+            return o.setURI("/v1/s3check").putHeader("X-Levee-Method", "GET").putHeader("X-Levee-Host", "127.0.0.1")
+                    .putHeader("X-Levee-Uri", "/" + bucket + "/k" + seq);
+        }
+
+        /** 1 admitted, 0 refused, -1 neither (a failed check). */
+        int outcome(int status) {
+            if (nginx) {
+                return status == 503 ? 0 : status >= 500 ? -1 : 1;
+            }
+            return status == 200 ? 1 : status == 429 ? 0 : -1;
         }
     }
 
@@ -92,28 +119,24 @@ final class ClosedLoop {
             // one event loop: the counters and the array need no more than these plain writes
             List<Runnable> loops = new ArrayList<>();
             for (int s = 0; s < senders; s++) {
-                int port = endpoints.get(s % endpoints.size()).port();
+                Endpoint e = endpoints.get(s % endpoints.size());
                 Runnable[] send = new Runnable[1];
                 send[0] = () -> {
                     if (System.nanoTime() - end >= 0) {
                         finished.countDown();
                         return;
                     }
-                    http.request(new io.vertx.core.http.RequestOptions().setMethod(io.vertx.core.http.HttpMethod.GET)
-                                    .setHost("127.0.0.1").setPort(port).setURI("/v1/s3check").setTimeout(5000)
-                                    .putHeader("X-Levee-Method", "GET").putHeader("X-Levee-Host", "127.0.0.1")
-                                    .putHeader("X-Levee-Uri", "/" + bucket + "/k" + seq.incrementAndGet()))
+                    http.request(e.request(bucket, seq.incrementAndGet()))
                             .compose(r -> r.send()).compose(r -> r.body().map(b -> r.statusCode()))
                             .onComplete(ar -> {
                                 long at = System.nanoTime();
-                                if (ar.failed()) {
-                                    other.incrementAndGet();
-                                } else if (ar.result() == 200) {
+                                int outcome = ar.failed() ? -1 : e.outcome(ar.result());
+                                if (outcome == 1) {
                                     long n = admitted.getAndIncrement();
                                     if (n < times.length) {
                                         times[(int) n] = at;
                                     }
-                                } else if (ar.result() == 429) {
+                                } else if (outcome == 0) {
                                     rejected.incrementAndGet();
                                 } else {
                                     other.incrementAndGet();
