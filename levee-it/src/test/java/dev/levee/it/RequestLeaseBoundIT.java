@@ -125,7 +125,8 @@ class RequestLeaseBoundIT {
             b.append(' ').append(r).append(' ').append((long) sum(registries, "levee_client_lease_asks_total", r));
         }
         return b.append("; refused waiting ").append((long) sum(registries, "levee_client_lease_admissions_total",
-                "waiting")).toString();
+                "waiting")).append("; slots handed to NGINX in batches ").append((long) sum(registries,
+                "levee_client_lease_batch_slots_total", null)).toString();
     }
 
     @AfterEach
@@ -210,7 +211,8 @@ class RequestLeaseBoundIT {
             ClosedLoop.Run warm = ClosedLoop.drive(through, bucket, connections, 3);
             long batchedBefore = batched(fronts).size();
             ClosedLoop.Run r = ClosedLoop.drive(through, bucket, connections, MEASURED_S);
-            long fromBatches = batched(fronts).size() - batchedBefore;
+            long batchedAll = batched(fronts).size();
+            long fromBatches = batchedAll - batchedBefore;
             long w = (long) (WINDOW_S * 1e9);
             double upper = rate * WINDOW_S + G * burst + G;
             long most = r.most(w);
@@ -221,9 +223,10 @@ class RequestLeaseBoundIT {
             System.out.printf("batches in NGINX, %.0f/s over 4 limiters, 2 NGINX x 2 workers x %d connections: %.0f/s"
                             + " offered; admitted %d in %.2f s (%.1f/s), %d by NGINX from batches; 10 s windows: most %d"
                             + " (bound %.0f), fewest %d (floor %.0f); rejected %d, other %d; from a fresh key %d in %.1f s"
-                            + " (bound %.0f); %s%n", rate, connections, offered, r.admittedAt().length, r.seconds(),
-                    r.admittedAt().length / r.seconds(), fromBatches, most, upper, fewest, 0.97 * rate * WINDOW_S,
-                    r.rejected(), r.other(), whole, warm.seconds() + r.seconds(), wholeUpper, leaseFigures());
+                            + " (bound %.0f); %s (used by NGINX in all %d)%n", rate, connections, offered,
+                    r.admittedAt().length, r.seconds(), r.admittedAt().length / r.seconds(), fromBatches, most, upper,
+                    fewest, 0.97 * rate * WINDOW_S, r.rejected(), r.other(), whole, warm.seconds() + r.seconds(),
+                    wholeUpper, leaseFigures(), batchedAll);
             assertThat(r.other()).as("requests that failed").isZero();
             assertThat((double) whole).as("admitted from a fresh key ≤ rate × t + g × burst + g")
                     .isLessThanOrEqualTo(wholeUpper);
