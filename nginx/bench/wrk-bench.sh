@@ -321,21 +321,17 @@ read -r FROM_LEASES BATCH_SLOTS <<<"$(awk '$1 ~ /^levee_client_lease_admissions_
 exec 3>&-
 echo "levee-client --leases decided $SERVED_LEASE checks over the whole run, $FROM_LEASES of them from leases," \
   "and handed NGINX $BATCH_SLOTS slots in batches"
-for c in "$CONNS" 1; do
-  [ -n "${RPS[batch.$c]:-}" ] || continue
-  cpu_ratio="$(awk -v a="${CPU_CLIENT[batch.$c]}" -v l="${CPU_LIMITERS[batch.$c]}" -v n="${CPU_NGINX[none.$c]:-}" 'BEGIN { if (n > 0) printf "%.2f", (a + l) / n; else print "-" }')"
-  echo "connections $c: /batch/ $(ratio "batch.$c" "none.$c")x /none/ throughput, $(ratio "batch.$c" "levee.$c")x /levee/;" \
-    "levee-client + limiters CPU per request $cpu_ratio x NGINX's per /none/ request;" \
-    "p50 over /none/: /batch/ $(awk -v a="${P50[batch.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms," \
-    "/levee/ $(awk -v a="${P50[levee.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms"
-done
-for c in "$CONNS" 1; do
-  [ -n "${RPS[lease.$c]:-}" ] || continue
-  cpu_ratio="$(awk -v a="${CPU_CLIENT[lease.$c]}" -v l="${CPU_LIMITERS[lease.$c]}" -v n="${CPU_NGINX[none.$c]:-}" 'BEGIN { if (n > 0) printf "%.2f", (a + l) / n; else print "-" }')"
-  echo "connections $c: /lease/ $(ratio "lease.$c" "none.$c")x /none/ throughput, $(ratio "lease.$c" "levee.$c")x /levee/;" \
-    "levee-client + limiters CPU per check $cpu_ratio x NGINX's per /none/ request;" \
-    "p50 over /none/: /lease/ $(awk -v a="${P50[lease.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms," \
-    "/levee/ $(awk -v a="${P50[levee.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms"
+# issue 23's targets, read against /none/ of the same run: throughput, levee-client + limiters CPU per request, and
+# the p50 overhead at one connection against today's (/levee/, a check per request)
+for loc in lease batch; do
+  for c in "$CONNS" 1; do
+    [ -n "${RPS[$loc.$c]:-}" ] || continue
+    cpu_ratio="$(awk -v a="${CPU_CLIENT[$loc.$c]}" -v l="${CPU_LIMITERS[$loc.$c]}" -v n="${CPU_NGINX[none.$c]:-}" 'BEGIN { if (n > 0) printf "%.2f", (a + l) / n; else print "-" }')"
+    echo "connections $c: /$loc/ $(ratio "$loc.$c" "none.$c")x /none/ throughput, $(ratio "$loc.$c" "levee.$c")x /levee/;" \
+      "levee-client + limiters CPU per request $cpu_ratio x NGINX's per /none/ request;" \
+      "p50 over /none/: /$loc/ $(awk -v a="${P50[$loc.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms," \
+      "/levee/ $(awk -v a="${P50[levee.$c]:-}" -v b="${P50[none.$c]:-}" 'BEGIN { printf "%+.3f", a - b }') ms"
+  done
 done
 for c in "$CONNS" 1; do
   [ -n "${RPS[cosocket.$c]:-}" ] || continue

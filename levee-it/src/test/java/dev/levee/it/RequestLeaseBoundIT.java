@@ -168,31 +168,64 @@ class RequestLeaseBoundIT {
         ClosedLoop.Run r = drive(bucket, connections, MEASURED_S);
         double leased = leaseAdmissions() - leasedBefore;
         System.out.println("leases after the run: " + leaseFigures());
-        long w = (long) (WINDOW_S * 1e9);
-        double upper = rate * WINDOW_S + G * burst + G;
-        long most = r.most(w);
-        long fewest = r.fewest(w);
-        double offered = (r.admittedAt().length + r.rejected() + r.other()) / r.seconds();
-        double wholeUpper = rate * (warm.seconds() + r.seconds()) + G * burst + G;
-        long whole = warm.admittedAt().length + r.admittedAt().length;
-        System.out.printf("leases, %.0f/s over 4 limiters, 2 clients × %d connections: %.0f/s offered; admitted %d in"
-                        + " %.2f s (%.1f/s), %.0f from leases; 10 s windows: most %d (bound %.0f), fewest %d (floor %.0f);"
-                        + " rejected %d, other %d; from a fresh key %d in %.1f s (bound %.0f)%n", rate, connections,
-                offered, r.admittedAt().length, r.seconds(), r.admittedAt().length / r.seconds(), leased, most, upper,
-                fewest, 0.97 * rate * WINDOW_S, r.rejected(), r.other(), whole, warm.seconds() + r.seconds(),
-                wholeUpper);
-        assertThat(r.other()).as("checks failed").isZero();
-        assertThat((double) whole).as("admitted from a fresh key ≤ rate × t + g × burst + g").isLessThanOrEqualTo(wholeUpper);
-        assertThat((double) most).as("admitted in every 10 s window ≤ rate × w + g × burst + g (docs/design.md §5)")
-                .isLessThanOrEqualTo(upper);
+        Windows f = new Windows(warm, r, rate, burst);
+        System.out.printf("leases, %.0f/s over 4 limiters, 2 clients × %d connections: %s, %.0f from leases%n", rate,
+                connections, f, leased);
+        f.assertBound();
         // at 50 req/s a member gives 12.5 req/s with a burst of 2: a lease holds at most 2 slots, and while a client
         // waits out a refused ask its checks go to the limiters per request, where they take most of the slots (27–51 %
         // leased over 7 runs); at 500 and 5 000 req/s almost every admission is leased (97–98 %, 99.8–99.9 %)
         assertThat(leased).as("admissions from leases").isGreaterThanOrEqualTo(leasedShare * r.admittedAt().length);
-        org.junit.jupiter.api.Assumptions.assumeTrue(offered >= rate * 1.5, String.format(
-                "this machine offered only %.0f checks/s, not 1.5 x the quota of %.0f/s: floor not tested", offered, rate));
-        assertThat((double) fewest).as("admitted in every 10 s window ≥ 97 % of rate × w").isGreaterThanOrEqualTo(
-                0.97 * rate * WINDOW_S);
+        f.assertFloor();
+    }
+
+    /**
+     * A measured run after its warm-up against issue 23's acceptance: the most admissions in any 10 s window and from
+     * the fresh key within docs/design.md §5's {@code rate × w + g × burst + g}, the fewest at or above 97 % of
+     * {@code rate × w} when the drivers offered at least 1.5 × the rate.
+     */
+    record Windows(ClosedLoop.Run warm, ClosedLoop.Run r, double rate, int burst) {
+        static final long W = (long) (WINDOW_S * 1e9);
+
+        double upper() {
+            return rate * WINDOW_S + G * burst + G;
+        }
+
+        double offered() {
+            return (r.admittedAt().length + r.rejected() + r.other()) / r.seconds();
+        }
+
+        double wholeUpper() {
+            return rate * (warm.seconds() + r.seconds()) + G * burst + G;
+        }
+
+        long whole() {
+            return warm.admittedAt().length + r.admittedAt().length;
+        }
+
+        void assertBound() {
+            assertThat(r.other()).as("checks or requests that failed").isZero();
+            assertThat((double) whole()).as("admitted from a fresh key ≤ rate × t + g × burst + g")
+                    .isLessThanOrEqualTo(wholeUpper());
+            assertThat((double) r.most(W)).as("admitted in every 10 s window ≤ rate × w + g × burst + g"
+                    + " (docs/design.md §5)").isLessThanOrEqualTo(upper());
+        }
+
+        void assertFloor() {
+            org.junit.jupiter.api.Assumptions.assumeTrue(offered() >= rate * 1.5, String.format("this machine offered"
+                    + " only %.0f/s, not 1.5 x the quota of %.0f/s: floor not tested", offered(), rate));
+            assertThat((double) r.fewest(W)).as("admitted in every 10 s window ≥ 97 % of rate × w")
+                    .isGreaterThanOrEqualTo(0.97 * rate * WINDOW_S);
+        }
+
+        @Override
+        public String toString() {
+            return String.format(java.util.Locale.ROOT, "%.0f/s offered; admitted %d in %.2f s (%.1f/s); 10 s windows:"
+                            + " most %d (bound %.0f), fewest %d (floor %.0f); rejected %d, other %d; from a fresh key %d"
+                            + " in %.1f s (bound %.0f)", offered(), r.admittedAt().length, r.seconds(),
+                    r.admittedAt().length / r.seconds(), r.most(W), upper(), r.fewest(W), 0.97 * rate * WINDOW_S,
+                    r.rejected(), r.other(), whole(), warm.seconds() + r.seconds(), wholeUpper());
+        }
     }
 
     /**
@@ -212,31 +245,12 @@ class RequestLeaseBoundIT {
             long batchedBefore = batched(fronts).size();
             ClosedLoop.Run r = ClosedLoop.drive(through, bucket, connections, MEASURED_S);
             long batchedAll = batched(fronts).size();
-            long fromBatches = batchedAll - batchedBefore;
-            long w = (long) (WINDOW_S * 1e9);
-            double upper = rate * WINDOW_S + G * burst + G;
-            long most = r.most(w);
-            long fewest = r.fewest(w);
-            double offered = (r.admittedAt().length + r.rejected() + r.other()) / r.seconds();
-            double wholeUpper = rate * (warm.seconds() + r.seconds()) + G * burst + G;
-            long whole = warm.admittedAt().length + r.admittedAt().length;
-            System.out.printf("batches in NGINX, %.0f/s over 4 limiters, 2 NGINX x 2 workers x %d connections: %.0f/s"
-                            + " offered; admitted %d in %.2f s (%.1f/s), %d by NGINX from batches; 10 s windows: most %d"
-                            + " (bound %.0f), fewest %d (floor %.0f); rejected %d, other %d; from a fresh key %d in %.1f s"
-                            + " (bound %.0f); %s (used by NGINX in all %d)%n", rate, connections, offered,
-                    r.admittedAt().length, r.seconds(), r.admittedAt().length / r.seconds(), fromBatches, most, upper,
-                    fewest, 0.97 * rate * WINDOW_S, r.rejected(), r.other(), whole, warm.seconds() + r.seconds(),
-                    wholeUpper, leaseFigures(), batchedAll);
-            assertThat(r.other()).as("requests that failed").isZero();
-            assertThat((double) whole).as("admitted from a fresh key ≤ rate × t + g × burst + g")
-                    .isLessThanOrEqualTo(wholeUpper);
-            assertThat((double) most).as("admitted in every 10 s window ≤ rate × w + g × burst + g (docs/design.md §5)")
-                    .isLessThanOrEqualTo(upper);
-            org.junit.jupiter.api.Assumptions.assumeTrue(offered >= rate * 1.5, String.format(
-                    "this machine offered only %.0f requests/s, not 1.5 x the quota of %.0f/s: floor not tested", offered,
-                    rate));
-            assertThat((double) fewest).as("admitted in every 10 s window ≥ 97 % of rate × w").isGreaterThanOrEqualTo(
-                    0.97 * rate * WINDOW_S);
+            Windows f = new Windows(warm, r, rate, burst);
+            System.out.printf("batches in NGINX, %.0f/s over 4 limiters, 2 NGINX x 2 workers x %d connections: %s;"
+                            + " %d by NGINX from batches (%d in all); %s%n", rate, connections, f,
+                    batchedAll - batchedBefore, batchedAll, leaseFigures());
+            f.assertBound();
+            f.assertFloor();
         });
     }
 
@@ -255,15 +269,11 @@ class RequestLeaseBoundIT {
             ClosedLoop.Run r = ClosedLoop.drive(through, "batch20000", 4, 5);
             List<String> labels = batched(fronts);
             long fromBatches = labels.size() - batchedBefore;
-            long whole = warm.admittedAt().length + r.admittedAt().length;
-            double wholeUpper = rate * (warm.seconds() + r.seconds()) + G * burst + G;
-            System.out.printf("batches in NGINX under the quota: admitted %d in %.2f s (%.1f/s), %d by NGINX from"
-                            + " batches; rejected %d, other %d; %s%n", r.admittedAt().length, r.seconds(),
-                    r.admittedAt().length / r.seconds(), fromBatches, r.rejected(), r.other(), leaseFigures());
-            assertThat(r.other()).as("requests that failed").isZero();
+            Windows f = new Windows(warm, r, rate, burst);
+            System.out.printf("batches in NGINX under the quota: %s; %d by NGINX from batches; %s%n", f, fromBatches,
+                    leaseFigures());
+            f.assertBound();
             assertThat(r.rejected()).as("requests refused under the quota").isZero();
-            assertThat((double) whole).as("admitted from a fresh key ≤ rate × t + g × burst + g")
-                    .isLessThanOrEqualTo(wholeUpper);
             assertThat((double) fromBatches).as("admitted by NGINX from batches").isGreaterThan(0.5 * r.admittedAt().length);
             // the debugging story: NGINX's label names the lease, levee-client's line the batch, the limiter's the grant
             String label = labels.getLast();

@@ -103,19 +103,7 @@ public final class RequestLeaseHolder {
      */
     public RequestLease admit(long now) {
         expire(now);
-        int best = -1;
-        long bestEnd = 0;
-        for (int i = 0; i < leases.size(); i++) {
-            RequestLease l = leases.get(i);
-            if (next[i] > l.slots() || now - rules.slotStartNs(l, next[i]) < 0) {
-                continue;
-            }
-            long end = rules.slotEndNs(l, next[i]);
-            if (best < 0 || end - bestEnd < 0) {
-                best = i;
-                bestEnd = end;
-            }
-        }
+        int best = firstToEnd(now);
         if (best < 0) {
             return null;
         }
@@ -154,23 +142,15 @@ public final class RequestLeaseHolder {
             throw new IllegalArgumentException("max must be >= 1 and minLifeNs >= 0, got " + max + " and " + minLifeNs);
         }
         expire(now);
-        int best = -1;
-        long bestEnd = 0;
-        for (int i = 0; i < leases.size(); i++) {
-            RequestLease l = leases.get(i);
-            if (next[i] > l.slots() || now - rules.slotStartNs(l, next[i]) < 0) {
-                continue;
-            }
-            long end = rules.slotEndNs(l, next[i]);
-            if (best < 0 || end - bestEnd < 0) {
-                best = i;
-                bestEnd = end;
-            }
-        }
-        if (best < 0 || bestEnd - now < minLifeNs || bestEnd - now <= 0) {
+        int best = firstToEnd(now);
+        if (best < 0) {
             return null;
         }
         RequestLease l = leases.get(best);
+        long bestEnd = rules.slotEndNs(l, next[best]);
+        if (bestEnd - now < minLifeNs || bestEnd - now <= 0) {
+            return null;
+        }
         int first = next[best];
         int k = first;
         while (k - first < max && k <= l.slots() && now - rules.slotStartNs(l, k) >= 0) {
@@ -241,6 +221,27 @@ public final class RequestLeaseHolder {
     /** Drops every lease (a client that forgets, or switches leases off). */
     public void clear() {
         leases.clear();
+    }
+
+    /**
+     * Returns the index of the held lease whose next slot is usable at {@code now} and whose window ends first, or -1
+     * when no slot is usable. The caller has expired the holder at {@code now}.
+     */
+    private int firstToEnd(long now) {
+        int best = -1;
+        long bestEnd = 0;
+        for (int i = 0; i < leases.size(); i++) {
+            RequestLease l = leases.get(i);
+            if (next[i] > l.slots() || now - rules.slotStartNs(l, next[i]) < 0) {
+                continue;
+            }
+            long end = rules.slotEndNs(l, next[i]);
+            if (best < 0 || end - bestEnd < 0) {
+                best = i;
+                bestEnd = end;
+            }
+        }
+        return best;
     }
 
     private void expire(long now) {
