@@ -340,6 +340,11 @@ public final class LeveeClient implements AutoCloseable {
         this.leases = leases == null ? null : new LeaseAdmission(leases, http, ticker, options, results, list::view, registry);
     }
 
+    /** Returns the lease admission, or null with leases off (tests in this package). */
+    LeaseAdmission leases() {
+        return leases;
+    }
+
     /** As {@link #start(Vertx, Options, Ticker, MeterRegistry, RequestLeases)} with request leases off. */
     public static Future<LeveeClient> start(Vertx vertx, Options options, Ticker ticker, MeterRegistry registry) {
         return start(vertx, options, ticker, registry, null);
