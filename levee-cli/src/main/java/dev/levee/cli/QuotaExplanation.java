@@ -94,6 +94,26 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         return dev.levee.lease.RequestLeaseRules.DEFAULTS.neverLeased(enforced.limit(g), enforced.quota().burst());
     }
 
+    /**
+     * Returns whether NGINX may admit this bucket's requests from batches of the key's leased slots (docs/design.md
+     * §12, "Batches in NGINX"): null when it may, else why not.
+     */
+    String noBatches() {
+        ResolvedQuota enforced = cfg.resolveEnforced(c.resource(), c.key(), c.operation());
+        ResolvedQuota whole = cfg.wholeResource(c.resource());
+        if (whole != null && enforced != null && whole.limitKey().equals(enforced.limitKey())) {
+            return null;
+        }
+        ResourceQuotas configured = cfg.resources().get(c.resource());
+        if (configured != null && !configured.prefixes().isEmpty()) {
+            return "the bucket has prefix entries (NGINX tells requests apart by bucket only)";
+        }
+        if (configured == null && !cfg.methodsDefault().isEmpty()) {
+            return "methods_default counts each operation apart (NGINX tells requests apart by bucket only)";
+        }
+        return "the bucket's requests are not all counted on this enforced key";
+    }
+
     /** Names the configured entry that matched, as the quota file writes it. */
     static String entry(QuotaConfig cfg, S3Classification c, ResolvedQuota rq) {
         String r = quoted(c.resource());
@@ -179,6 +199,9 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         String never = lease.eligible() ? neverLeased() : null;
         leased.put("leased", lease.eligible() && never == null);
         leased.put("never", never);
+        String noBatches = noBatches();
+        leased.put("batches", lease.eligible() && never == null && noBatches == null);
+        leased.put("noBatches", noBatches);
         m.put("lease", leased);
         m.put("g", g);
         Map<String, Object> per = new LinkedHashMap<>();
@@ -256,6 +279,9 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
             } else {
                 out.printf(Locale.ROOT, "            leased when hot: above %s req/s at a client with --leases%n",
                         num(leaseThreshold));
+                String noBatches = noBatches();
+                out.printf("            %s%n", noBatches == null ? "NGINX batches (--batches): yes, the whole bucket"
+                        : "NGINX batches: no, " + noBatches);
             }
         }
         if (limit == null) {

@@ -150,11 +150,14 @@ class QuotaExplainCommandTest {
                       - {prefix: "logs/", quota: {rate: 1700, burst: 300, mode: shadow}}
                   audit:
                     quota: {rate: 10, burst: 1, lease: false}
+                  hotb:
+                    quota: {rate: 20000, burst: 100, lease: true}
                 """);
         MainTest.Run hot = explain("--lease-threshold", "250.5", "GET", "s3://example-bucket/uploads/a.bin");
         assertThat(hot.out()).contains("""
                 lease       eligible: lease: true on the matched quota
                             leased when hot: above 250.5 req/s at a client with --leases
+                            NGINX batches: no, the bucket has prefix entries (NGINX tells requests apart by bucket only)
                 """);
         assertThat(explain("GET", "s3://example-bucket/k").out()).contains("lease       never: top-level lease: false\n"
                 + "per limiter");
@@ -169,6 +172,11 @@ class QuotaExplainCommandTest {
                 .isEqualTo("top-level lease: false");
         assertThat(hot.out().lines().filter(l -> l.startsWith("lease ") || l.contains("--leases")))
                 .hasSize(2).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(80));
+        MainTest.Run whole = explain("GET", "s3://hotb/k"); // a bucket quota and no prefixes: one counter per bucket
+        assertThat(whole.out()).contains("            NGINX batches (--batches): yes, the whole bucket\n");
+        assertThat(json(explain("--json", "GET", "s3://hotb/k")).at("/lease/batches").asBoolean()).isTrue();
+        assertThat(json(explain("--json", "GET", "s3://example-bucket/uploads/a.bin")).at("/lease/noBatches").asText())
+                .startsWith("the bucket has prefix entries");
 
         MainTest.Run bad = explain("--lease-threshold", "0", "GET", "s3://b/k");
         assertThat(bad.status()).isEqualTo(QuotaExplainCommand.BAD_INPUT);
