@@ -39,6 +39,19 @@ class TestSummaryScriptTest {
                 .redirectErrorStream(true).start();
     }
 
+    /** What test-summary printed on stdout (the total) and on stderr (each failed test), and its exit status. */
+    record Summary(int exit, String out, String err) {
+    }
+
+    static Summary summaryApart(Path dir) throws Exception {
+        Path err = dir.resolve("summary.err");
+        Process p = new ProcessBuilder("bash", Path.of("..", "scripts", "test-summary").toString(), dir.toString())
+                .redirectError(err.toFile()).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        return new Summary(p.exitValue(), out, Files.readString(err));
+    }
+
     @Test
     void theTotalAddsUpSurefireAndFailsafeReportsOfEveryModule(@TempDir Path dir) throws Exception {
         report(dir, "levee-core", "surefire", "dev.levee.core.GcraTest", 17, 0, 0, 0);
@@ -46,11 +59,13 @@ class TestSummaryScriptTest {
         report(dir, "levee-it", "failsafe", "dev.levee.it.EtcdIT", 9, 0, 1, 1);
         Files.writeString(dir.resolve("levee-it/target/failsafe-reports/failsafe-summary.xml"),
                 "<failsafe-summary><completed>9</completed></failsafe-summary>");
-        Process p = summary(dir);
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        assertThat(p.exitValue()).as(out).isZero();
-        assertThat(out.strip()).isEqualTo("81 passed, 2 failed, 3 skipped (3 test classes)");
+        Summary s = summaryApart(dir);
+        assertThat(s.exit()).as(s.out() + s.err()).isZero();
+        assertThat(s.out().strip()).isEqualTo("81 passed, 2 failed, 3 skipped (3 test classes)");
+        // what each failed test said, for the end of scripts/test's console (CI shows only its last lines)
+        assertThat(s.err().lines().filter(l -> l.startsWith("FAILED "))).hasSize(2)
+                .anySatisfy(l -> assertThat(l).startsWith("FAILED dev.levee.cli.MainTest."))
+                .anySatisfy(l -> assertThat(l).startsWith("FAILED dev.levee.it.EtcdIT."));
     }
 
     /**
@@ -70,11 +85,10 @@ class TestSummaryScriptTest {
                 + "  <testcase name=\"http2()[2]\" classname=\"dev.levee.it.NginxCheckIT[2]\" time=\"0.2\">\n"
                 + "    <failure message=\"expected 200\" type=\"org.opentest4j.AssertionFailedError\">trace</failure>\n"
                 + "    <system-out><![CDATA[a line with <testcase> in it]]></system-out>\n  </testcase>\n</testsuite>\n");
-        Process p = summary(dir);
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        assertThat(p.exitValue()).as(out).isZero();
-        assertThat(out.strip()).isEqualTo("4 passed, 1 failed, 1 skipped (2 test classes)");
+        Summary s = summaryApart(dir);
+        assertThat(s.exit()).as(s.out() + s.err()).isZero();
+        assertThat(s.out().strip()).isEqualTo("4 passed, 1 failed, 1 skipped (2 test classes)");
+        assertThat(s.err().strip()).isEqualTo("FAILED dev.levee.it.NginxCheckIT[2].http2()[2]: expected 200");
     }
 
     @Test
