@@ -191,7 +191,8 @@ class LeaseAdmissionTest {
             assertThat(ask.key()).isEqualTo("k");
             assertThat(ask.operation()).isEqualTo("GetObject");
             assertThat(ask.g()).isEqualTo(1);
-            assertThat(ask.lead()).as("a lead of τ: the first slot usable on arrival").isEqualTo(LIMIT.toleranceNs());
+            assertThat(ask.lead()).as("a lead of τ / 2: the first slot usable on arrival, half the burst kept")
+                    .isEqualTo(LIMIT.toleranceNs() / 2);
             assertThat(ask.problem()).isNull();
             for (int i = 0; i < 20; i++) {
                 clock.addAndGet(10 * US);

@@ -53,7 +53,7 @@ class RequestLeaseBoundIT {
               lease50: {quota: {rate: 50, burst: 2}}
               lease500: {quota: {rate: 500, burst: 13}}
               lease5000: {quota: {rate: 5000, burst: 125}}
-              batch20000: {quota: {rate: 20000, burst: 500}}
+              batchhot: {quota: {rate: 200000, burst: 2000}}
             """;
 
     @org.junit.jupiter.api.io.TempDir
@@ -220,10 +220,12 @@ class RequestLeaseBoundIT {
 
         @Override
         public String toString() {
+            long fewest = r.fewest(W);
             return String.format(java.util.Locale.ROOT, "%.0f/s offered; admitted %d in %.2f s (%.1f/s); 10 s windows:"
-                            + " most %d (bound %.0f), fewest %d (floor %.0f); rejected %d, other %d; from a fresh key %d"
+                            + " most %d (bound %.0f), fewest %s (floor %.0f); rejected %d, other %d; from a fresh key %d"
                             + " in %.1f s (bound %.0f)", offered(), r.admittedAt().length, r.seconds(),
-                    r.admittedAt().length / r.seconds(), r.most(W), upper(), r.fewest(W), 0.97 * rate * WINDOW_S,
+                    r.admittedAt().length / r.seconds(), r.most(W), upper(),
+                    fewest == Long.MAX_VALUE ? "- (a shorter run)" : Long.toString(fewest), 0.97 * rate * WINDOW_S,
                     r.rejected(), r.other(), whole(), warm.seconds() + r.seconds(), wholeUpper());
         }
     }
@@ -255,24 +257,26 @@ class RequestLeaseBoundIT {
     }
 
     /**
-     * Batches in NGINX under the quota (20 000 req/s, more than these drivers send): NGINX admits most requests from
+     * Batches in NGINX under the quota (200 000 req/s, ten times what these drivers sent on two cores: a fresh clone's
+     * drivers reached 19 781 req/s against a first quota of 20 000 and were refused 257 times): NGINX admits most requests from
      * batches without a check, none is refused, the count stays within the bound, and an access log line's batch label
      * leads to the levee-client line that handed the batch over and to the limiter's grant of its lease.
      */
     @org.junit.jupiter.api.Test
     void underItsQuotaAHotBucketIsAdmittedByNginxFromBatchesEachLabelLeadingToItsLeaseAndLimiter() throws Exception {
         throughNginx((through, fronts) -> {
-            double rate = 20000;
-            int burst = 500;
-            ClosedLoop.Run warm = ClosedLoop.drive(through, "batch20000", 4, 3);
+            double rate = 200_000;
+            int burst = 2000;
+            ClosedLoop.Run warm = ClosedLoop.drive(through, "batchhot", 4, 3);
             long batchedBefore = batched(fronts).size();
-            ClosedLoop.Run r = ClosedLoop.drive(through, "batch20000", 4, 5);
+            ClosedLoop.Run r = ClosedLoop.drive(through, "batchhot", 4, 5);
             List<String> labels = batched(fronts);
             long fromBatches = labels.size() - batchedBefore;
             Windows f = new Windows(warm, r, rate, burst);
             System.out.printf("batches in NGINX under the quota: %s; %d by NGINX from batches; %s%n", f, fromBatches,
                     leaseFigures());
             f.assertBound();
+            assertThat(f.offered()).as("offered well under the quota (the test's premise)").isLessThan(rate / 2);
             assertThat(r.rejected()).as("requests refused under the quota").isZero();
             assertThat((double) fromBatches).as("admitted by NGINX from batches").isGreaterThan(0.5 * r.admittedAt().length);
             // the debugging story: NGINX's label names the lease, levee-client's line the batch, the limiter's the grant
@@ -280,7 +284,7 @@ class RequestLeaseBoundIT {
             String[] parts = label.split("/");
             org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(
                     java.nio.file.Files.readString(logs.resolve("lease-bound.log"))).contains(" batch=" + label + " ")
-                    .containsPattern("lease granted key=resource:batch20000 slots=\\d+ lease=" + parts[0]
+                    .containsPattern("lease granted key=resource:batchhot slots=\\d+ lease=" + parts[0]
                             + " client=\\S+ .* limiter=" + parts[1]));
         });
     }

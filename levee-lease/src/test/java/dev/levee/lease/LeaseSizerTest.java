@@ -39,13 +39,15 @@ class LeaseSizerTest {
     }
 
     @Test
-    void theLeadCoversTwiceTheTimeTheClientNeedsForItsSlotsAtMostTauAndNoneOnASaturatedKey() {
+    void theLeadCoversTwiceTheTimeTheClientNeedsForItsSlotsAtMostHalfOfTauAndNoneOnASaturatedKey() {
         LeaseSizer s = LeaseSizer.DEFAULTS;
         // 1 M req/s over 2 limiters, burst 50 000: T 2 µs, τ ≈ 100 ms; a client at 20 000 req/s asks for 500 slots
         GcraLimit idle = GcraLimit.of(1_000_000, 50_000, 2);
         int slots = s.slots(20_000, 2, idle);
         assertThat(slots).isEqualTo(500);
-        assertThat(s.leadNs(20_000, 2, idle, slots)).isEqualTo(98_000_000L); // 2 × 500 × (100 − 2) µs, just under τ
+        // 2 × 500 × (100 − 2) µs = 98 ms, over τ / 2: half of τ stays for the checks sent per request meanwhile
+        assertThat(s.leadNs(20_000, 2, idle, slots)).isEqualTo(idle.toleranceNs() / 2);
+        assertThat(s.leadNs(20_000, 2, idle, 100)).isEqualTo(19_600_000L); // 2 × 100 × 98 µs, under τ / 2
         // a saturated key: 500 req/s over 4, burst 13 (T 8 ms, τ 96 ms); checks seen at 16 000/s, the lease capped at 19
         GcraLimit busy = GcraLimit.of(500, 13, 4);
         int capped = s.slots(16_000, 4, busy);
@@ -53,7 +55,7 @@ class LeaseSizerTest {
         // 4 000 checks/s per member, more than its 125 req/s: no lead, the slots start at TAT (about τ ahead)
         assertThat(s.leadNs(16_000, 4, busy, capped)).isZero();
         // 100 req/s at this client over 4 members: one use per 40 ms per member, T 8 ms: 32 ms more per slot
-        assertThat(s.leadNs(100, 4, busy, 2)).isEqualTo(busy.toleranceNs()); // 2 × 2 × 32 ms = 128 ms, over τ
+        assertThat(s.leadNs(100, 4, busy, 2)).isEqualTo(busy.toleranceNs() / 2); // 2 × 2 × 32 ms = 128 ms, over τ / 2
         assertThat(s.leadNs(200, 4, busy, 1)).isEqualTo(2 * (20_000_000L - busy.emissionIntervalNs()));
         assertThatThrownBy(() -> s.leadNs(0, 1, busy, 1)).hasMessageContaining("rate > 0");
     }
