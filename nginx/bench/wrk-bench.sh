@@ -6,11 +6,12 @@
 # it) through three locations, measured one after the other with wrk in one run:
 #   /none/      no limiting
 #   /limitreq/  nginx limit_req with a generous zone (1M r/s, never refuses)
-#   /levee/     rate.lua asking levee-client, with a generous Levee quota (never refuses)
+#   /levee/     rate.lua asking levee-client --no-leases, with a generous Levee quota (never refuses): the
+#               per-request path, every check decided by a limiter
 #   /cosocket/  the same with rate.lua's cosocket transport: levee-line/1 over pooled connections to the
 #               same levee-client's --line-listen, no subrequest (docs/nginx.md, "Transports")
 #   /ideal/     rate.lua with the same check location answered by NGINX itself: the bound for any levee-client
-#   /lease/     rate.lua asking a second levee-client started with --leases (issue 23): the hot bucket's checks are
+#   /lease/     rate.lua asking a second levee-client, with leases (its default, given the limiters' --quotas): the hot bucket's checks are
 #               admitted from request leases, without a limiter per check (docs/design.md §12)
 #   /batch/     the same with rate.lua's batches = true: the levee-client --leases hands NGINX batches of leased
 #               slots, and NGINX admits the hot bucket's requests from them without a check each
@@ -110,7 +111,7 @@ for i in 1 2; do
   PIDS+=($!)
   LIMITER_PIDS+=($!)
 done
-LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${CLIENT_JAVA_OPTS//%r/client}" "${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --line-listen "127.0.0.1:$LINE" --observer "127.0.0.1:$OBS" --log-target "file:$WORK/logs/client.log" \
+LEVEE_JAVA_OPTS="${LEVEE_JAVA_OPTS:-} ${CLIENT_JAVA_OPTS//%r/client}" "${LEVEE[@]}" client --listen "127.0.0.1:$CLIENT" --line-listen "127.0.0.1:$LINE" --observer "127.0.0.1:$OBS" --no-leases --log-target "file:$WORK/logs/client.log" \
   --log-level "$LEVEL" ${CLIENT_OPTS:-} &
 PIDS+=($!)
 CLIENT_PID=$!

@@ -106,9 +106,14 @@ final class ClientCommand implements Callable<Integer> {
         common.apply("levee-client");
         Vertx vertx = dev.levee.runtime.Http.vertx();
         MeterRegistry registry = Metrics.newRegistry();
-        // leases off (the default): no quota source, no etcd client, LeveeClient.start as before
+        // --no-leases: no quota source, no etcd client, LeveeClient.start as without leases
         io.etcd.jetcd.Client etcdClient = leaseSettings != null && leases.etcd.enabled() ? leases.etcd.client() : null;
         QuotaSource quotaSource = leaseSettings == null ? null : Quotas.source(etcdClient, leases.etcd, leases.quotas);
+        org.slf4j.LoggerFactory.getLogger("levee.client").info(leaseSettings == null
+                ? "request leases off (--no-leases): every check asks a limiter"
+                : "request leases on: quotas from " + (etcdClient != null ? "etcd" : leases.quotas != null
+                ? leases.quotas.toString() : "the embedded defaults") + " (limiters with other quotas lease nothing to"
+                + " this client: quotas_differ), hot above " + settings.threshold() + " req/s per key");
         RequestLeases requestLeases = quotaSource == null ? null
                 : new RequestLeases(leaseSettings, quotaSource::current, quotaSource::revision, registry);
         LeveeClient c = Daemon.await(LeveeClient.start(vertx, options, SystemTicker.INSTANCE, registry, requestLeases),

@@ -14,19 +14,22 @@ import picocli.CommandLine.Spec;
  * quota source the client then reads — the limiter's flags for it, {@code --quotas} and the etcd options, read the
  * same way ({@link Quotas#source}).
  *
- * <p>{@code --leases} turns on the client's own quota resolution, hot-key detection ({@link RequestLeases}) and the
- * admission of a hot key's checks from leases of GCRA slots its limiters grant (docs/design.md §12). Off by default,
- * and then nothing of it runs and the quota source is not opened (issue 23: leases go on by default only once every
- * acceptance item holds with them). Not a flag of the gateway's embedded client (docs/decisions.md, "Request leases:
- * the client's flags").
+ * <p>{@code --leases} (the default) turns on the client's own quota resolution, hot-key detection
+ * ({@link RequestLeases}) and the admission of a hot key's checks from leases of GCRA slots its limiters grant
+ * (docs/design.md §12). A limiter grants only to a client that resolves the bucket with its own quotas (each ask
+ * carries the client's {@code QuotaConfig.resolutionDigest}); a client given another source than its limiters gets
+ * {@code quotas_differ}, a WARN, and the per-request path. With {@code --no-leases} nothing of it runs and the quota
+ * source is not opened. Not a flag of the gateway's embedded client (docs/decisions.md, "Request leases: the client's
+ * flags").
  */
 final class ClientLeaseOptions {
 
     // fallbackValue: a negatable option's bare form sets it (NegatableOptionsTest)
-    @Option(names = "--leases", negatable = true, defaultValue = "false", fallbackValue = "true",
-            description = "request leases for hot keys (issue 23): resolves each check's quota here, from --quotas or"
-                    + " etcd as the limiters do, and admits the checks of keys above --lease-threshold from slots their"
-                    + " limiters lease to this client, without asking a limiter per check (default: off)")
+    @Option(names = "--leases", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "request leases for hot keys: resolves each check's quota here, from --quotas or etcd as the"
+                    + " limiters do, and admits the checks of keys above --lease-threshold from slots their limiters"
+                    + " lease to this client, without asking a limiter per check; limiters lease only to a client whose"
+                    + " quotas are theirs. --no-leases: every check asks a limiter and is logged there (default: on)")
     boolean enabled;
 
     @Option(names = "--lease-threshold", paramLabel = "REQ/S", defaultValue = "" + (long) RequestLeases.Settings.DEFAULT_THRESHOLD,
@@ -39,8 +42,9 @@ final class ClientLeaseOptions {
                     + " 24h (default: ${DEFAULT-VALUE})")
     Duration window;
 
-    @Option(names = "--quotas", description = "with --leases: the quota file the limiters read, single-file form,"
-            + " reloaded on change (default: embedded default quotas; ignored with --etcd)")
+    @Option(names = "--quotas", description = "with --leases: the quota file the limiters read (their --quotas),"
+            + " single-file form, reloaded on change (default: embedded default quotas, as a limiter's; ignored with"
+            + " --etcd)")
     Path quotas;
 
     @Mixin

@@ -68,11 +68,13 @@ final class NginxConfigCommand implements Callable<Integer> {
                     + " SlowDown always carries them (default: off)")
     boolean rateLimitOnAccept;
 
-    @Option(names = "--batches", defaultValue = "false",
+    // no defaultValue: null is "auto", on where they can work (the subrequest transport, no RateLimit fields on accept)
+    @Option(names = "--batches", negatable = true, fallbackValue = "true",
             description = "admit the next requests to a hot bucket in NGINX from batches of leased slots that levee"
-                    + " client --leases hands over with an admission, without a check each (subrequest transport;"
-                    + " docs/nginx.md, \"Batches\"; default: off)")
-    boolean batches;
+                    + " client (with leases, its default) hands over with an admission, without a check each;"
+                    + " docs/nginx.md, \"Batches\". Subrequest transport only, not with --ratelimit-headers-on-accept"
+                    + " (default: on where they can work, else off; --batches with either is refused)")
+    Boolean batches;
 
     @Option(names = "--timeout", converter = Converters.DurationConverter.class, defaultValue = "1s",
             description = "longest a check may take before on_failure applies (default: ${DEFAULT-VALUE})")
@@ -119,6 +121,14 @@ final class NginxConfigCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
+    /**
+     * Whether rate.lua takes batches: as asked by {@code --batches}/{@code --no-batches}, else on where they can work
+     * (docs/decisions.md, "Leases and batches on by default").
+     */
+    boolean batches() {
+        return batches != null ? batches : transport == NginxConfig.Transport.SUBREQUEST && !rateLimitOnAccept;
+    }
+
     @Override
     public Integer call() throws IOException {
         if (spec.commandLine().getParseResult().hasMatchedOption("--client-line")) {
@@ -151,7 +161,7 @@ final class NginxConfigCommand implements Callable<Integer> {
         NginxConfig.Builder b = NginxConfig.builder()
                 .listen(listen).backend(backend).client(client).onFailure(onFailure).timeout(timeout)
                 .transport(transport).clientLine(clientLine)
-                .rateLimitOnAccept(rateLimitOnAccept).batches(batches)
+                .rateLimitOnAccept(rateLimitOnAccept).batches(batches())
                 .checkLocation(checkLocation).checkInclude(checkInclude).workers(workers)
                 .statusListen(statusListen).http2(http2);
         if (luaModules != null) {

@@ -277,10 +277,10 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
             if (never != null) {
                 out.printf(Locale.ROOT, "            never leased: %s%n", never);
             } else {
-                out.printf(Locale.ROOT, "            leased when hot: above %s req/s at a client with --leases%n",
+                out.printf(Locale.ROOT, "            leased when hot: above %s req/s at a levee client%n",
                         num(leaseThreshold));
                 String noBatches = noBatches();
-                out.printf("            %s%n", noBatches == null ? "NGINX batches (--batches): yes, the whole bucket"
+                out.printf("            %s%n", noBatches == null ? "NGINX batches: yes, the whole bucket"
                         : "NGINX batches: no, " + noBatches);
             }
         }

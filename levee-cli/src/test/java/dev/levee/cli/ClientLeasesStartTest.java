@@ -15,9 +15,9 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
- * {@code levee client --leases} as a user types it (issue 23 item 2): the flags parse and validate, the client starts
- * with request leases on — its quota file read, the lease meters registered — and serves checks; with
- * {@code --no-leases} (the default) it starts without any of it.
+ * {@code levee client} and its lease flags as a user types them (issue 23 item 2): the flags parse and validate, the
+ * client starts with request leases on (the default, or {@code --leases}) — its quota file read, the lease meters
+ * registered — and serves checks; with {@code --no-leases} it starts without any of it.
  */
 class ClientLeasesStartTest {
 
@@ -71,8 +71,15 @@ class ClientLeasesStartTest {
     }
 
     @Test
+    void leasesAreOnByDefault() throws Exception {
+        assertThat(parse("client").leases.enabled).isTrue();
+        assertThat(metricsOf()).contains("levee_client_lease_asks_total{result=\"quotas_differ\"} 0.0")
+                .contains("levee_client_lease_keys");
+    }
+
+    @Test
     void withNoLeasesNothingOfItRuns() throws Exception {
         assertThat(metricsOf("--no-leases")).doesNotContain("levee_client_lease");
-        assertThat(metricsOf()).doesNotContain("levee_client_lease");
+        assertThat(parse("client", "--no-leases").leases.enabled).isFalse();
     }
 }

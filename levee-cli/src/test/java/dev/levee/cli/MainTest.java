@@ -215,15 +215,15 @@ class MainTest {
     }
 
     /**
-     * Issue 23 item 2: {@code levee client --[no-]leases} is off by default (leases go on by default only once every
-     * acceptance item of the issue holds with them), {@code --lease-threshold} and {@code --lease-window} reach the
-     * client's settings, and with leases off the client's settings are those of before.
+     * Issue 23 item 2: {@code levee client --[no-]leases} is on by default (every acceptance item of the issue holds
+     * with leases on), {@code --lease-threshold} and {@code --lease-window} reach the client's settings, and the
+     * limiter-client settings are the same with leases on or off.
      */
     @Test
-    void clientLeaseFlagsAreOffByDefaultAndReachTheSettings() {
+    void clientLeaseFlagsAreOnByDefaultAndReachTheSettings() {
         ClientCommand defaults = new ClientCommand();
         new picocli.CommandLine(defaults).parseArgs();
-        assertThat(defaults.leases.enabled).isFalse();
+        assertThat(defaults.leases.enabled).isTrue();
         assertThat(defaults.leases.settings()).isEqualTo(dev.levee.client.RequestLeases.Settings.DEFAULTS);
         ClientCommand on = new ClientCommand();
         new picocli.CommandLine(on).parseArgs("--leases", "--lease-threshold", "250.5", "--lease-window", "500ms",
@@ -238,7 +238,7 @@ class MainTest {
         assertThat(off.leases.enabled).isFalse();
         Run help = run("client", "--help");
         assertThat(help.out().replaceAll("\\s+", " ")).contains("--[no-]leases").contains("--lease-threshold=REQ/S")
-                .contains("--lease-window=DURATION").contains("request leases for hot keys (issue 23)").contains("--quotas")
+                .contains("--lease-window=DURATION").contains("request leases for hot keys:").contains("--quotas")
                 .contains("--etcd");
         assertThat(run("gateway", "--help").out()).doesNotContain("--[no-]leases").doesNotContain("--lease-threshold");
     }

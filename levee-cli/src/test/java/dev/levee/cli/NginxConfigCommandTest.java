@@ -38,7 +38,7 @@ class NginxConfigCommandTest {
     @Test
     void theRateLimitFieldsOnAcceptedResponsesAreOffUnlessAsked() {
         MainTest.Run off = MainTest.run("nginx-config", "--part", "site");
-        assertThat(off.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", chunked_location = \"@levee_chunked\" })");
+        assertThat(off.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", batches = true, chunked_location = \"@levee_chunked\" })");
         MainTest.Run on = MainTest.run("nginx-config", "--part", "site", "--ratelimit-headers-on-accept");
         assertThat(on.status()).as(on.err()).isZero();
         assertThat(on.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", ratelimit_on_accept = true, chunked_location = \"@levee_chunked\" })");
@@ -51,10 +51,21 @@ class NginxConfigCommandTest {
     }
 
     @Test
-    void batchesAreOffUnlessAskedAndRefusedWhereTheyCannotWork() {
+    void batchesAreOnWhereTheyCanWorkOffWhereAskedAndRefusedWhereTheyCannotWork() {
+        String batched = "attempt(\"/.levee\", { on_failure = \"allow\", batches = true, chunked_location = \"@levee_chunked\" })";
         MainTest.Run on = MainTest.run("nginx-config", "--part", "site", "--batches");
         assertThat(on.status()).as(on.err()).isZero();
-        assertThat(on.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", batches = true, chunked_location = \"@levee_chunked\" })");
+        assertThat(on.out()).contains(batched);
+        MainTest.Run byDefault = MainTest.run("nginx-config", "--part", "site");
+        assertThat(byDefault.status()).as(byDefault.err()).isZero();
+        assertThat(byDefault.out()).as("on by default with the subrequest transport").contains(batched);
+        assertThat(byDefault.err()).isEmpty();
+        assertThat(MainTest.run("nginx-config", "--part", "site", "--no-batches").out())
+                .contains("attempt(\"/.levee\", { on_failure = \"allow\", chunked_location = \"@levee_chunked\" })");
+        assertThat(MainTest.run("nginx-config", "--part", "site", "--transport", "cosocket").out())
+                .as("off by default where they cannot work").doesNotContain("batches = true").contains("cosocket");
+        assertThat(MainTest.run("nginx-config", "--part", "site", "--ratelimit-headers-on-accept").out())
+                .doesNotContain("batches = true").contains("ratelimit_on_accept = true");
         assertThat(MainTest.run("nginx-config", "--part", "http").out()).contains("lua_shared_dict levee_batches 4m;")
                 .contains("lease=$levee_lease levee=$levee_result';");
         assertThat(MainTest.run("nginx-config", "--part", "check").out()).contains("set $levee_lease \"\";");
@@ -79,7 +90,7 @@ class NginxConfigCommandTest {
                 .contains("server 127.0.0.1:7201 max_fails=0;")
                 .contains("proxy_read_timeout 250ms;")
                 .contains("proxy_connect_timeout 250ms;")
-                .contains("attempt(\"/.levee-check\", { on_failure = \"deny\", chunked_location = \"@levee_chunked\" })")
+                .contains("attempt(\"/.levee-check\", { on_failure = \"deny\", batches = true, chunked_location = \"@levee_chunked\" })")
                 .contains("location = /.levee-check {")
                 .contains("lua_package_path \"/opt/levee/lua/?.lua;;\";")
                 .contains("listen 127.0.0.1:7299;")
@@ -112,7 +123,7 @@ class NginxConfigCommandTest {
     void theSubrequestTransportIsTheDefaultAndIgnoresTheLineAddress() {
         MainTest.Run r = MainTest.run("nginx-config", "--part", "site", "--client-line", "127.0.0.1:7301");
         assertThat(r.status()).as(r.err()).isZero();
-        assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", chunked_location = \"@levee_chunked\" })").doesNotContain("cosocket");
+        assertThat(r.out()).contains("attempt(\"/.levee\", { on_failure = \"allow\", batches = true, chunked_location = \"@levee_chunked\" })").doesNotContain("cosocket");
         assertThat(r.err()).as("the line address given but not used: said so").contains("--client-line is used by"
                 + " --transport cosocket only");
         assertThat(MainTest.run("nginx-config", "--part", "site").err()).doesNotContain("--client-line");

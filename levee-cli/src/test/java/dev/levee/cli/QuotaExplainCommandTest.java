@@ -156,7 +156,7 @@ class QuotaExplainCommandTest {
         MainTest.Run hot = explain("--lease-threshold", "250.5", "GET", "s3://example-bucket/uploads/a.bin");
         assertThat(hot.out()).contains("""
                 lease       eligible: lease: true on the matched quota
-                            leased when hot: above 250.5 req/s at a client with --leases
+                            leased when hot: above 250.5 req/s at a levee client
                             NGINX batches: no, the bucket has prefix entries (NGINX tells requests apart by bucket only)
                 """);
         assertThat(explain("GET", "s3://example-bucket/k").out()).contains("lease       never: top-level lease: false\n"
@@ -170,10 +170,10 @@ class QuotaExplainCommandTest {
         assertThat(shadowed.at("/mode").asText()).isEqualTo("shadow");
         assertThat(shadowed.at("/lease/why").asText()).as("judged on the enforced quota, the default")
                 .isEqualTo("top-level lease: false");
-        assertThat(hot.out().lines().filter(l -> l.startsWith("lease ") || l.contains("--leases")))
+        assertThat(hot.out().lines().filter(l -> l.startsWith("lease ") || l.contains("leased when hot")))
                 .hasSize(2).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(80));
         MainTest.Run whole = explain("GET", "s3://hotb/k"); // a bucket quota and no prefixes: one counter per bucket
-        assertThat(whole.out()).contains("            NGINX batches (--batches): yes, the whole bucket\n");
+        assertThat(whole.out()).contains("            NGINX batches: yes, the whole bucket\n");
         assertThat(json(explain("--json", "GET", "s3://hotb/k")).at("/lease/batches").asBoolean()).isTrue();
         assertThat(json(explain("--json", "GET", "s3://example-bucket/uploads/a.bin")).at("/lease/noBatches").asText())
                 .startsWith("the bucket has prefix entries");

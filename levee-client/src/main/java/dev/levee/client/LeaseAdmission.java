@@ -194,8 +194,10 @@ final class LeaseAdmission {
             }
         }
         if (ask != null) {
+            String quotas = cfg.resolutionDigest(c.resource());
             for (LeaseAsks.Member m : ask) {
-                asks.send(k, m, c, rq.limitKey(), g, slots, sizer.leadNs(look.rate(), g, limit, slots), epoch, limit);
+                asks.send(k, m, c, rq.limitKey(), g, slots, sizer.leadNs(look.rate(), g, limit, slots), epoch, limit,
+                        quotas);
             }
         }
         if (used != null) {

@@ -44,15 +44,18 @@ import org.slf4j.LoggerFactory;
  * <h2>What is counted and said</h2>
  * {@code levee_client_lease_asks_total{result}}: {@code granted}, {@code refused} (GCRA refused the first slot),
  * {@code fenced} (the limiter is within its restart fence), {@code not_leasable} (the limiter's quotas say no),
+ * {@code quotas_differ} (the limiter resolves the bucket with other quotas than the client: the ask's
+ * {@code QuotaConfig.resolutionDigest} is not its own, so it reserved nothing),
  * {@code malformed} (an answer that is not a usable grant: not JSON, unknown or missing fields, oversized, another
  * limiter or key, more than 4096 slots, too long a lifetime, T or τ other than the client's), {@code failed} (no
  * answer within the timeout, a connection failure, a status other than 200) and {@code stale} (a good grant for an
- * epoch the client has left, or a duplicate). {@code malformed} and {@code failed} are a WARN on {@code levee.client}
+ * epoch the client has left, or a duplicate). {@code malformed}, {@code failed} and {@code quotas_differ} are a WARN on {@code levee.client}
  * naming the limiter, its address, the key and what was wrong, at most one per limiter per {@code warnInterval} (the
  * next one says how many were not logged); {@code not_leasable} the same at INFO.
  *
  * <h2>When to ask again</h2>
- * After a refusal or fence, not before its {@code waitNs}; after {@code not_leasable}, {@code malformed} or
+ * After a refusal or fence, not before its {@code waitNs}; after {@code not_leasable}, {@code quotas_differ},
+ * {@code malformed} or
  * {@code failed}, not before {@value #RETRY_MS} ms (a limiter without the endpoint, or one that answers badly, gets
  * one ask a second per key, not one per check). The round trip of each answered ask feeds the estimate
  * {@link #rttNs} (an average with weight 1/8, as TCP's smoothed RTT, RFC 6298; {@value #START_RTT_NS} ns before any
@@ -73,7 +76,7 @@ final class LeaseAsks {
 
     /** What came of one ask: the tag of {@code levee_client_lease_asks_total}. */
     enum Outcome {
-        GRANTED, REFUSED, FENCED, NOT_LEASABLE, MALFORMED, FAILED, STALE;
+        GRANTED, REFUSED, FENCED, NOT_LEASABLE, QUOTAS_DIFFER, MALFORMED, FAILED, STALE;
 
         final String label = name().toLowerCase(Locale.ROOT);
     }
@@ -148,15 +151,16 @@ final class LeaseAsks {
      * @param leadNs   the lead to ask for ({@code LeaseSizer.leadNs}: the first slot usable on arrival), ns, ≥ 0
      * @param epoch    the client's epoch at the send
      * @param expected the client's own per-limiter limit of the key for group size {@code g}
+     * @param quotas   the client's {@code QuotaConfig.resolutionDigest} of the request's resource
      */
     void send(LeaseAdmission.KeyLease k, Member m, S3Classification c, String limitKey, int g, int slots, long leadNs,
-              RequestLease.Epoch epoch, GcraLimit expected) {
+              RequestLease.Epoch epoch, GcraLimit expected, String quotas) {
         HostPort addr;
         byte[] body;
         try {
             addr = HostPort.parse(m.address, "limiter address");
             body = Json.MAPPER.writeValueAsBytes(new RequestLeaseWire.Ask(c.resource(), c.key(), c.operation().name(), g,
-                    slots, Math.min(leadNs, RequestLeaseWire.Ask.MAX_LEAD_NS), client));
+                    slots, Math.min(leadNs, RequestLeaseWire.Ask.MAX_LEAD_NS), client, quotas));
         } catch (IllegalArgumentException | com.fasterxml.jackson.core.JsonProcessingException e) {
             answered(k, m, limitKey, epoch, expected, 0, Future.failedFuture(e));
             return;
@@ -211,11 +215,15 @@ final class LeaseAsks {
                 out = switch (grant.reason()) {
                     case RequestLeaseWire.FENCED -> Outcome.FENCED;
                     case RequestLeaseWire.NOT_LEASABLE -> Outcome.NOT_LEASABLE;
+                    case RequestLeaseWire.QUOTAS_DIFFER -> Outcome.QUOTAS_DIFFER;
                     default -> Outcome.REFUSED;
                 };
-                retry = out == Outcome.NOT_LEASABLE ? Math.max(wait, RETRY_NS) : wait;
+                retry = out == Outcome.NOT_LEASABLE || out == Outcome.QUOTAS_DIFFER ? Math.max(wait, RETRY_NS) : wait;
                 if (out == Outcome.NOT_LEASABLE) {
                     problem = "not leasable: the limiter's quotas say no (the client's say yes)";
+                } else if (out == Outcome.QUOTAS_DIFFER) {
+                    problem = "the limiter resolves this bucket with other quotas than this client: give levee client the limiters' quota source (--quotas FILE"
+                            + " or the etcd flags; docs/quotas.md, \"Request leases\")";
                 }
             } else if (problem == null) {
                 problem = grantProblem(grant, m, limitKey);
@@ -248,7 +256,8 @@ final class LeaseAsks {
             out = offered ? Outcome.GRANTED : Outcome.STALE;
         }
         outcomes[out.ordinal()].increment();
-        if (out == Outcome.MALFORMED || out == Outcome.FAILED || out == Outcome.NOT_LEASABLE) {
+        if (out == Outcome.MALFORMED || out == Outcome.FAILED || out == Outcome.NOT_LEASABLE
+                || out == Outcome.QUOTAS_DIFFER) {
             warn(out, m, limitKey, problem, received);
         }
     }

@@ -320,6 +320,7 @@ class LeaseAdmissionTest {
             another key                   | malformed | a grant for key 'resource:other'
             oversized                     | malformed | more than 4096
             HTTP 500                      | failed    | HTTP 500
+            other quotas                  | quotas_differ | with other quotas than this client: give levee client the limiters' quota source
             """)
     void aGrantThatIsNotUsableIsNeverAnAdmission(String what, String outcome, String said) throws Exception {
         long t = LIMIT.emissionIntervalNs();
@@ -336,6 +337,7 @@ class LeaseAdmissionTest {
             case "another key" -> a -> grant(10, 0, t, tau, "l1", "resource:other");
             case "oversized" -> a -> new Answer(200, "{\"granted\":true,\"limiter\":\"" + "l".repeat(5000) + "\"}");
             case "HTTP 500" -> a -> new Answer(500, "{\"error\":\"boom\"}");
+            case "other quotas" -> a -> json(RequestLeaseWire.Grant.refused("l1", RequestLeaseWire.QUOTAS_DIFFER, 0));
             default -> throw new IllegalArgumentException(what);
         };
         try (LogCapture log = new LogCapture("levee.client")) {
@@ -350,6 +352,8 @@ class LeaseAdmissionTest {
             assertThat(asks(outcome)).isEqualTo(1);
             assertThat(asks("granted")).isZero();
             assertThat(asked.get()).as("not asked again within a second").isEqualTo(1);
+            assertThat(lastAsk.get().quotas()).as("the ask carries the client's digest of the bucket's quotas")
+                    .isEqualTo(config().resolutionDigest("hot"));
             await().atMost(Duration.ofSeconds(10)).until(() -> log.lines().stream().anyMatch(l -> l.startsWith(
                     "WARN lease: ask to limiter l1 (127.0.0.1:" + limiter.actualPort() + ") for key " + KEY + ": "
                             + outcome + ": ") && l.contains(said)));

@@ -88,7 +88,7 @@ class RequestLeaseConfigIT {
                 "--lease-threshold", "40", "GET", "s3://hot/k");
         assertThat(hot.status()).as(hot.err()).isZero();
         assertThat(hot.out()).contains("lease       eligible: lease: true on the matched quota\n"
-                + "            leased when hot: above 40 req/s at a client with --leases\n");
+                + "            leased when hot: above 40 req/s at a levee client\n");
         assertThat(QuotaExplainIT.run("quota", "explain", "--etcd", etcd, "--etcd-prefix", p, "GET", "s3://audit/k")
                 .out()).contains("lease       never: top-level lease: false\n");
 

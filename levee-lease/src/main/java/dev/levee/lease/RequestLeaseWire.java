@@ -19,6 +19,12 @@ public final class RequestLeaseWire {
     public static final String NOT_LEASABLE = "not_leasable";
     /** {@link Grant#reason} when the limiter is within its restart fence ({@link RequestLeaseRules#restartFenceNs}). */
     public static final String FENCED = "fenced";
+    /**
+     * {@link Grant#reason} when the ask's {@link Ask#quotas} digest is not the limiter's for the resource: the client
+     * resolves the bucket with other quotas (another file or etcd), so slots of the key it named could admit requests
+     * the limiter counts elsewhere; nothing is reserved.
+     */
+    public static final String QUOTAS_DIFFER = "quotas_differ";
     /** {@link Grant#reason} when GCRA refuses the first slot ({@code Gcra.reserve}); the wait says when to ask again. */
     public static final String REFUSED = "refused";
 
@@ -36,9 +42,12 @@ public final class RequestLeaseWire {
      * @param slots     slots wanted, in {@code [1, 4096]} ({@link LeaseSizer})
      * @param leadNs    the earliest the first slot is wanted after the decision, ns, in {@code [0, 1 s]}; 0 by default
      * @param client    who asks, for the limiter's grant log line: 1–128 printable characters
+     * @param quotas    the client's {@code QuotaConfig.resolutionDigest} of {@code resource}: 1–64 printable
+     *                  characters; the limiter grants only if it is its own ({@link #QUOTAS_DIFFER}); absent from a
+     *                  client older than the field, and then not compared
      */
     public record Ask(String resource, String key, String operation, Integer g, Integer slots, Long leadNs,
-                      String client) {
+                      String client, String quotas) {
 
         /** The most slots one ask may name: {@value}. */
         public static final int MAX_SLOTS = 4096;
@@ -62,13 +71,23 @@ public final class RequestLeaseWire {
             if (client == null || client.isEmpty() || client.length() > 128) {
                 return "field 'client' must be 1 to 128 characters";
             }
-            for (int i = 0; i < client.length(); i++) {
-                char ch = client.charAt(i);
-                if (ch < 0x21 || ch > 0x7e) {
-                    return "field 'client' must be printable ASCII without spaces";
-                }
+            if (!printable(client)) {
+                return "field 'client' must be printable ASCII without spaces";
+            }
+            if (quotas != null && (quotas.isEmpty() || quotas.length() > 64 || !printable(quotas))) {
+                return "field 'quotas' must be 1 to 64 printable ASCII characters without spaces";
             }
             return null;
+        }
+
+        private static boolean printable(String s) {
+            for (int i = 0; i < s.length(); i++) {
+                char ch = s.charAt(i);
+                if (ch < 0x21 || ch > 0x7e) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         /** Returns the lead, 0 when absent. */

@@ -108,6 +108,9 @@ final class LeaseGrants {
      */
     RequestLeaseWire.Grant decide(QuotaConfig cfg, RequestLeaseWire.Ask ask, S3Operation op, long now) {
         ResolvedQuota rq = cfg.resolveEnforced(ask.resource(), ask.key(), op);
+        if (ask.quotas() != null && !ask.quotas().equals(cfg.resolutionDigest(ask.resource()))) {
+            return refused(ask, op, rq, RequestLeaseWire.QUOTAS_DIFFER, 0);
+        }
         GcraLimit limit = rq == null ? null : rq.limit(ask.g());
         if (rq == null || !Decider.leasable(cfg, ask.resource(), rq, limit)
                 || cfg.hasShadow() && cfg.isShadow(cfg.resolve(ask.resource(), ask.key(), op))) {

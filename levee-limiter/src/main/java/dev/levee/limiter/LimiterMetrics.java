@@ -78,10 +78,11 @@ final class LimiterMetrics {
                 .tag("limiter", id).register(registry);
         Map<String, Counter> asks = new java.util.HashMap<>();
         for (String r : new String[] {GRANTED, RequestLeaseWire.NOT_LEASABLE, RequestLeaseWire.FENCED,
-                RequestLeaseWire.REFUSED, INVALID}) {
+                RequestLeaseWire.REFUSED, RequestLeaseWire.QUOTAS_DIFFER, INVALID}) {
             asks.put(r, Counter.builder("levee_limiter_lease_asks_total")
                     .description("request-lease asks (POST /v1/lease) by result: granted, not_leasable, fenced (within"
-                            + " the restart fence), refused (no slot free yet), invalid (400)")
+                            + " the restart fence), refused (no slot free yet), quotas_differ (the client resolves the"
+                            + " bucket with other quotas), invalid (400)")
                     .tag("result", r).register(registry));
         }
         this.leaseAsks = Map.copyOf(asks);

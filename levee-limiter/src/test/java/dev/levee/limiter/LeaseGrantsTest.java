@@ -169,6 +169,25 @@ class LeaseGrantsTest {
     }
 
     @Test
+    void anAskFromAClientWithOtherQuotasForTheBucketIsRefusedAndReservesNothing() throws Exception {
+        clock.addAndGet(FENCE);
+        String mine = QuotaConfigLoader.parse(QUOTAS, "q").resolutionDigest("hot");
+        String theirs = QuotaConfigLoader.parse(QUOTAS.replace("hot:\n    quota: {rate: 100, burst: 3}",
+                "hot:\n    quota: {rate: 100, burst: 3}\n    prefixes:\n      - {prefix: \"a/\", quota: {rate: 5, burst: 1}}"),
+                "q").resolutionDigest("hot");
+        assertThat(theirs).as("a prefix entry more").isNotEqualTo(mine);
+        HttpResponse<String> r = post(RequestLeaseWire.PATH, ask("hot", 5, "c").replace("}", ",\"quotas\":\"" + theirs + "\"}"));
+        assertThat(Json.parse(r.body().getBytes(), RequestLeaseWire.Grant.class))
+                .isEqualTo(RequestLeaseWire.Grant.refused("lim-1", RequestLeaseWire.QUOTAS_DIFFER, 0));
+        assertThat(limiter.table().peek("resource:hot")).as("nothing reserved").isNull();
+        assertThat(asks("quotas_differ")).isEqualTo(1);
+        r = post(RequestLeaseWire.PATH, ask("hot", 5, "c").replace("}", ",\"quotas\":\"" + mine + "\"}"));
+        assertThat(Json.parse(r.body().getBytes(), RequestLeaseWire.Grant.class).granted()).as(r.body()).isTrue();
+        assertThat(post(RequestLeaseWire.PATH, ask("hot", 5, "c").replace("}", ",\"quotas\":\"a b\"}")).body())
+                .contains("field 'quotas'");
+    }
+
+    @Test
     void aStartedLimiterIsFencedForTheLeaseLifetimeAndGrantsAfter() throws Exception {
         assertThat(lease("hot", 5)).isEqualTo(RequestLeaseWire.Grant.refused("lim-1", RequestLeaseWire.FENCED, FENCE));
         clock.addAndGet(FENCE - 1);

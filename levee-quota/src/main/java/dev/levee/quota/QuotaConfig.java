@@ -437,6 +437,52 @@ public final class QuotaConfig {
         return isShadow(r) ? null : r;
     }
 
+    /**
+     * Returns a digest of everything that decides how requests to {@code resource} resolve: the factor, the top-level
+     * {@code mode} and {@code lease}, {@code default}, {@code methods_default} and the resource's own quotas (prefix
+     * order kept, operations sorted by name). Two configurations with the same digest for a resource resolve every
+     * request to it to the same quota, counter and lease eligibility; how they were written (file or etcd, key
+     * order, {@code 5000} or {@code 5000.0}) does not change it.
+     *
+     * <p>What a lease ask carries so that a limiter grants slots only to a client that resolves the resource as it
+     * does (docs/design.md §12, "Same quotas on both sides"): a client that resolved other quotas could admit, from a
+     * lease of one counter, requests the limiter counts on another.
+     *
+     * @param resource the resource (bucket) name, not null
+     * @return 16 lowercase hex digits (the first 64 bits of a SHA-256 of a canonical text)
+     * @throws NullPointerException if {@code resource} is null
+     */
+    public String resolutionDigest(String resource) {
+        StringBuilder b = new StringBuilder(256).append("factor=").append(factor).append(";mode=").append(defaultMode)
+                .append(";lease=").append(defaultLease).append(";default=");
+        canonical(b, defaultQuota).append(";methods_default=");
+        canonical(b, methodsDefault);
+        ResourceQuotas r = resources.get(Objects.requireNonNull(resource, "resource"));
+        if (r != null) {
+            b.append(";quota=");
+            canonical(b, r.quota());
+            for (PrefixRule p : r.prefixes()) {
+                b.append(";prefix=").append(p.prefix().length()).append(':').append(p.prefix()).append(",quota=");
+                canonical(b, p.quota()).append(",methods=");
+                canonical(b, p.methods());
+            }
+        }
+        return com.google.common.hash.Hashing.sha256().hashString(b, java.nio.charset.StandardCharsets.UTF_8)
+                .toString().substring(0, 16);
+    }
+
+    private static StringBuilder canonical(StringBuilder b, Quota q) {
+        return q == null ? b.append('-') : b.append(Double.doubleToLongBits(q.rate())).append('/').append(q.burst())
+                .append('/').append(q.mode()).append('/').append(q.lease());
+    }
+
+    private static void canonical(StringBuilder b, Map<S3Operation, Quota> methods) {
+        b.append('{');
+        methods.entrySet().stream().sorted(Map.Entry.comparingByKey(java.util.Comparator.comparing(S3Operation::name)))
+                .forEach(e -> canonical(b.append(e.getKey().name()).append('='), e.getValue()).append(','));
+        b.append('}');
+    }
+
     private PrefixIndex.Fallback fallback(String resource) {
         ResolvedQuota[] answers = null;
         for (int i = 0; i < OPS.length; i++) {
