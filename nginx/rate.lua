@@ -61,7 +61,7 @@
 --
 -- Batches (docs/design.md §12, "Batches in NGINX"): with { batches = true } (subrequest transport only, not with
 -- ratelimit_on_accept; needs lua_shared_dict levee_batches, levee-http.conf) the check says "batch=<n>" and
--- levee-client --leases may answer an admission from a request lease with
+-- levee-client (with leases, its default) may answer an admission from a request lease with
 --
 --     X-Levee-Batch: <slots> <life µs> <label>
 --

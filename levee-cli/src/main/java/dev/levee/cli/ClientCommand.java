@@ -97,7 +97,7 @@ final class ClientCommand implements Callable<Integer> {
 
     /**
      * Starts the client from the options as parsed and validated ({@link #call} checks the addresses first): the
-     * library, request leases with {@code --leases}, the endpoint; announces where it listens.
+     * library, request leases unless {@code --no-leases}, the endpoint; announces where it listens.
      */
     Running start() {
         LeveeClient.Options options = options();

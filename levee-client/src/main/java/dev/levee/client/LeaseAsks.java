@@ -223,7 +223,7 @@ final class LeaseAsks {
                     problem = "not leasable: the limiter's quotas say no (the client's say yes)";
                 } else if (out == Outcome.QUOTAS_DIFFER) {
                     problem = "the limiter resolves this bucket with other quotas than this client: give levee client the limiters' quota source (--quotas FILE"
-                            + " or the etcd flags; docs/quotas.md, \"Request leases\")";
+                            + " or the etcd flags; docs/quotas.md, Request leases)";
                 }
             } else if (problem == null) {
                 problem = grantProblem(grant, m, limitKey);

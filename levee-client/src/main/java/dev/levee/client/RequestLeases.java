@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * ({@code POST /v1/lease}) and admits the key's checks from them, without a limiter per check. This class is the
  * resolution, the estimate, the client's epoch ({@link #look}: the quota revision it resolves with), the counter
  * {@code levee_client_lease_checks_total{key=hot|cold|not_eligible}}, the gauge {@code levee_client_lease_keys} and
- * one INFO line on {@code levee.client} each time a key turns hot. With leases off (the default, {@code --no-leases})
+ * one INFO line on {@code levee.client} each time a key turns hot. With leases off ({@code --no-leases}; on by default)
  * no instance exists and a check does none of this.
  *
  * <p>Time: {@link #observe} takes {@code now} from the client's {@link dev.levee.core.Ticker}; nothing here reads a

@@ -33,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Issue 23 item 2, what is built so far: the quota file's and etcd's {@code lease} through what users type — the
  * quota commands into etcd and back, a bad value named by file or etcd key, {@code levee quota explain} from etcd —
  * and {@code levee client --leases} reading the quotas in etcd as the limiters do and detecting a hot key, while
- * without {@code --leases} (the default) the client opens no quota source at all.
+ * with {@code --no-leases} the client opens no quota source at all; leases on by default, and a client whose quotas
+ * differ from its limiters' leasing nothing.
  */
 class RequestLeaseConfigIT {
 
@@ -158,12 +159,74 @@ class RequestLeaseConfigIT {
         }
     }
 
+    /**
+     * Leases on by default (docs/decisions.md, "Leases and batches on by default"): a {@code levee client} typed with
+     * no lease flag leases from limiters that read the quotas it reads, and from limiters whose quotas for the bucket
+     * differ from its own — here a prefix entry it does not know, with the bucket's quota otherwise the same, so its
+     * grants would have passed every other check — it leases nothing: {@code quotas_differ}, a WARN, every check to a
+     * limiter.
+     */
     @Test
-    void withoutLeasesTheClientOpensNoQuotaSource() throws Exception {
+    void byDefaultAClientLeasesOnlyFromLimitersWithItsQuotas() throws Exception {
+        String limiterQuotas = """
+                factor: 1
+                default: {rate: 1000, burst: 100}
+                resources:
+                  hot:
+                    quota: {rate: 5000, burst: 500}
+                    prefixes:
+                      - {prefix: "audit/", quota: {rate: 5, burst: 1}}
+                """;
+        Path same = dir.resolve("same.yaml");
+        Files.writeString(same, limiterQuotas);
+        Path other = dir.resolve("other.yaml");
+        Files.writeString(other, limiterQuotas.replace("    prefixes:\n      - {prefix: \"audit/\", quota: {rate: 5, burst: 1}}\n", ""));
+        assertThat(Files.readString(other)).doesNotContain("audit");
+        try (dev.levee.stack.LocalStack stack = dev.levee.stack.LocalStack.start(1,
+                new dev.levee.config.StaticQuotaSource(QuotaConfigLoader.parse(limiterQuotas, "limiter quotas")),
+                new dev.levee.stack.LocalStack.Settings(1, Duration.ofSeconds(2), Duration.ofMillis(500),
+                        Duration.ofMillis(500), false, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW),
+                Metrics.newRegistry())) {
+            String observer = "127.0.0.1:" + stack.observer().port();
+            String differ = leaseAsks("client-other-quotas", observer, other);
+            assertThat(differ).contains("levee_client_lease_asks_total{result=\"quotas_differ\"}")
+                    .doesNotContain("levee_client_lease_asks_total{result=\"quotas_differ\"} 0.0")
+                    .contains("levee_client_lease_asks_total{result=\"granted\"} 0.0")
+                    .contains("levee_client_lease_admissions_total{result=\"admitted\"} 0.0");
+            String sameQuotas = leaseAsks("client-same-quotas", observer, same);
+            assertThat(sameQuotas).contains("levee_client_lease_asks_total{result=\"quotas_differ\"} 0.0")
+                    .doesNotContain("levee_client_lease_asks_total{result=\"granted\"} 0.0")
+                    .doesNotContain("levee_client_lease_admissions_total{result=\"admitted\"} 0.0");
+        }
+    }
+
+    /** Starts {@code levee client} with no lease flag and {@code --quotas quotas}, sends 600 checks of one hot key, returns its metrics. */
+    String leaseAsks(String name, String observer, Path quotas) throws Exception {
         int port = RoleProcess.freePort();
-        // --etcd where nothing listens: with leases off (the default) the client never asks it
+        try (RoleProcess client = RoleProcess.start(DIR, name, List.of("client", "--listen", "127.0.0.1:" + port,
+                "--observer", observer, "--warmup", "0", "--quotas", quotas.toString()))) {
+            client.awaitOutput("levee client listening", Duration.ofSeconds(60));
+            assertThat(client.output()).contains("request leases on: quotas from " + quotas);
+            for (int i = 0; i < 600; i++) {
+                check(port, "/hot/k" + i);
+            }
+            await().atMost(Duration.ofSeconds(10)).until(() -> get(port, "/metrics").contains(
+                    "levee_client_lease_checks_total{key=\"hot\"}"));
+            String metrics = get(port, "/metrics");
+            if (name.contains("other")) {
+                client.awaitOutput("quotas_differ: \"the limiter resolves this bucket with other quotas than this client",
+                        Duration.ofSeconds(10));
+            }
+            return metrics;
+        }
+    }
+
+    @Test
+    void withNoLeasesTheClientOpensNoQuotaSource() throws Exception {
+        int port = RoleProcess.freePort();
+        // --etcd where nothing listens: with --no-leases the client never asks it
         try (RoleProcess client = RoleProcess.start(DIR, "client-no-leases", List.of("client", "--listen",
-                "127.0.0.1:" + port, "--observer", "127.0.0.1:" + RoleProcess.freePort(), "--warmup", "0",
+                "127.0.0.1:" + port, "--observer", "127.0.0.1:" + RoleProcess.freePort(), "--warmup", "0", "--no-leases",
                 "--etcd", "http://127.0.0.1:1", "--quotas", dir.resolve("absent.yaml").toString()))) {
             client.awaitOutput("levee client listening", Duration.ofSeconds(60));
             assertThat(get(port, "/metrics")).doesNotContain("levee_client_lease");

@@ -16,7 +16,7 @@ package dev.levee.quota;
  * @param lease {@code Boolean.FALSE} for a quota whose counter is never leased to a client (every request decided by a
  *              limiter, as before request leases), {@code Boolean.TRUE} for one that may be, or {@code null} when not
  *              configured on the quota: the configuration's {@link QuotaConfig#defaultLease()} then applies (itself
- *              {@code true} unless set). A client with {@code --leases} admits the requests of an eligible hot key from
+ *              {@code true} unless set). A client with leases on (the default) admits the requests of an eligible hot key from
  *              leases; a limiter grants them only where the burst and {@code τ + T} allow (docs/quotas.md, "Request
  *              leases"; docs/design.md §12).
  */

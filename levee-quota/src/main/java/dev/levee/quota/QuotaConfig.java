@@ -397,7 +397,7 @@ public final class QuotaConfig {
     /**
      * Tells whether a resolved quota's counter may be leased to a client (issue 23: request leases for hot keys;
      * docs/quotas.md, "Request leases"): the quota's own {@code lease}, else {@link #defaultLease()}. Being eligible
-     * is not being leased: a client leases only keys above its threshold, and only with {@code --leases}.
+     * is not being leased: a client leases only keys above its threshold, and only with leases on (its default).
      *
      * @param rq an answer of {@link #resolve} or {@link #resolveEnforced}, not null
      * @return {@code false} when the quota, or the configuration for quotas that do not say, has {@code lease: false}
