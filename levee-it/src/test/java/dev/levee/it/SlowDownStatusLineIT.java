@@ -39,6 +39,8 @@ import org.junit.jupiter.api.Test;
  *       body on the wire.</li>
  *   <li>A signed chunked PUT through that NGINX reaches the backend still chunked, with the headers the client signed
  *       (a capture of what NGINX forwards: NGINX sent the small body with Content-Length and no Transfer-Encoding).</li>
+ *   <li>Issue 23's defaults: with no lease or batch flag on either command, a hot bucket's requests are admitted by
+ *       NGINX from batches of slots the client leased, each named in the access log.</li>
  * </ul>
  */
 class SlowDownStatusLineIT {
@@ -80,8 +82,9 @@ class SlowDownStatusLineIT {
         RoleProcess limiter = role("limiter", List.of("limiter", "--id", "l1", "--listen", "127.0.0.1:" + limiterPort,
                 "--observer", "127.0.0.1:" + observerPort, "--quotas", quotas.toString(), "--heartbeat", "200ms",
                 "--warmup", "0"));
+        // the limiter's --quotas, as the packaged client.args gives it: request leases are on by default
         RoleProcess client = role("client", List.of("client", "--listen", "127.0.0.1:" + clientPort, "--observer",
-                "127.0.0.1:" + observerPort, "--refresh", "200ms", "--warmup", "0"));
+                "127.0.0.1:" + observerPort, "--refresh", "200ms", "--warmup", "0", "--quotas", quotas.toString()));
         RoleProcess gateway = role("gateway", List.of("gateway", "--listen", "127.0.0.1:" + gatewayPort, "--admin",
                 "127.0.0.1:" + RoleProcess.freePort(), "--backend", "127.0.0.1:" + s3Port, "--observer",
                 "127.0.0.1:" + observerPort));
@@ -250,6 +253,39 @@ class SlowDownStatusLineIT {
         if (get.startsWith("HTTP/1.1 503")) {
             assertSlowDown(get);
             assertThat(get).contains("<Code>SlowDown</Code>");
+        }
+    }
+
+    /**
+     * Leases and batches on by default (docs/decisions.md, "Leases and batches on by default"): {@code levee client}
+     * typed with the limiter's {@code --quotas} and no lease flag, NGINX from {@code levee nginx-config --out} with no
+     * batch flag, one bucket under its quota (10 000 req/s, burst 1 000) asked sequentially: once the bucket is hot,
+     * NGINX admits its requests from batches, each access log line naming its batch ({@code lease=<id>/l1/<a>-<b>}),
+     * and nothing is refused.
+     */
+    @Test
+    void aHotBucketIsAdmittedFromBatchesWithTheDefaults() throws Exception {
+        Path accessLog = DIR.resolve("nginx").resolve("logs").resolve("access.log");
+        java.util.regex.Pattern batched = java.util.regex.Pattern.compile(
+                "\"GET /hot/k[0-9]+ HTTP/1.1\" [0-9]+ .* lease=[0-9]+/l1/[0-9]+-[0-9]+ levee=accepted$");
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient()) {
+            long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            int sent = 0;
+            long fromBatches = 0;
+            // bounded: at most 20 s or 20 000 requests, until 200 were admitted from batches
+            while (sent < 20_000 && System.nanoTime() < end && fromBatches < 200) {
+                for (int i = 0; i < 500; i++, sent++) {
+                    java.net.http.HttpResponse<Void> r = http.send(java.net.http.HttpRequest.newBuilder(
+                            java.net.URI.create("http://127.0.0.1:" + nginxPort + "/hot/k" + sent))
+                            .timeout(Duration.ofSeconds(5)).build(), java.net.http.HttpResponse.BodyHandlers.discarding());
+                    assertThat(r.statusCode()).as("request %d: the bucket is far below its quota", sent).isNotEqualTo(503);
+                }
+                try (var lines = Files.lines(accessLog)) {
+                    fromBatches = lines.filter(l -> batched.matcher(l).find()).count();
+                }
+            }
+            assertThat(fromBatches).as("requests admitted by NGINX from batches, of %d sent", sent)
+                    .isGreaterThanOrEqualTo(200);
         }
     }
 
