@@ -18,8 +18,8 @@ final class Quotas {
 
     /**
      * Opens the quota source of a role as the limiter reads its quotas: etcd when {@code client} is given, else the
-     * file (reloaded on change), else the embedded defaults. levee limiter and levee client (with leases on, its default)
-     * read through this one method, so that they resolve under the same configuration.
+     * file (reloaded on change), else the embedded defaults. levee limiter and levee client (with leases on, its
+     * default) read through this one method, so that they resolve under the same configuration.
      *
      * @param client an etcd client (owned by the caller), or null
      * @param etcd   the etcd options, for the prefix and value size

@@ -23,7 +23,8 @@ import java.util.function.Function;
 
 /**
  * Decides the checks of hot keys from request leases at the client (docs/design.md §12; issue 23 item 2), before
- * {@link LeveeClient} would send them to a limiter. Made by {@link LeveeClient} only with request leases on ({@code levee client}'s default).
+ * {@link LeveeClient} would send them to a limiter. Made by {@link LeveeClient} only with request leases on
+ * ({@code levee client}'s default).
  *
  * <h2>Which checks</h2>
  * A check whose limit key {@link RequestLeases} finds {@link RequestLeases.Heat#HOT}, whose request no shadow quota

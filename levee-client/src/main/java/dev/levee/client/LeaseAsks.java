@@ -49,14 +49,13 @@ import org.slf4j.LoggerFactory;
  * {@code malformed} (an answer that is not a usable grant: not JSON, unknown or missing fields, oversized, another
  * limiter or key, more than 4096 slots, too long a lifetime, T or τ other than the client's), {@code failed} (no
  * answer within the timeout, a connection failure, a status other than 200) and {@code stale} (a good grant for an
- * epoch the client has left, or a duplicate). {@code malformed}, {@code failed} and {@code quotas_differ} are a WARN on {@code levee.client}
- * naming the limiter, its address, the key and what was wrong, at most one per limiter per {@code warnInterval} (the
+ * epoch the client has left, or a duplicate). {@code malformed}, {@code failed} and {@code quotas_differ} are a WARN
+ * on {@code levee.client} naming the limiter, its address, the key and what was wrong, at most one per limiter per {@code warnInterval} (the
  * next one says how many were not logged); {@code not_leasable} the same at INFO.
  *
  * <h2>When to ask again</h2>
  * After a refusal or fence, not before its {@code waitNs}; after {@code not_leasable}, {@code quotas_differ},
- * {@code malformed} or
- * {@code failed}, not before {@value #RETRY_MS} ms (a limiter without the endpoint, or one that answers badly, gets
+ * {@code malformed} or {@code failed}, not before {@value #RETRY_MS} ms (a limiter without the endpoint, or one that answers badly, gets
  * one ask a second per key, not one per check). The round trip of each answered ask feeds the estimate
  * {@link #rttNs} (an average with weight 1/8, as TCP's smoothed RTT, RFC 6298; {@value #START_RTT_NS} ns before any
  * and once no answer came for a second).
@@ -222,8 +221,9 @@ final class LeaseAsks {
                 if (out == Outcome.NOT_LEASABLE) {
                     problem = "not leasable: the limiter's quotas say no (the client's say yes)";
                 } else if (out == Outcome.QUOTAS_DIFFER) {
-                    problem = "the limiter resolves this bucket with other quotas than this client: give levee client the limiters' quota source (--quotas FILE"
-                            + " or the etcd flags; docs/quotas.md, Request leases)";
+                    problem = "the limiter resolves this bucket with other quotas than this client: give levee client"
+                            + " the limiters' quota source (--quotas FILE or the etcd flags; docs/quotas.md, Request"
+                            + " leases)";
                 }
             } else if (problem == null) {
                 problem = grantProblem(grant, m, limitKey);

@@ -188,20 +188,24 @@ class RequestLeaseConfigIT {
                         Duration.ofMillis(500), false, dev.levee.gateway.GatewayOptions.OnFailure.ALLOW),
                 Metrics.newRegistry())) {
             String observer = "127.0.0.1:" + stack.observer().port();
-            String differ = leaseAsks("client-other-quotas", observer, other);
+            String differ = leaseAsks("client-other-quotas", observer, other,
+                    "quotas_differ: \"the limiter resolves this bucket with other quotas than this client");
             assertThat(differ).contains("levee_client_lease_asks_total{result=\"quotas_differ\"}")
                     .doesNotContain("levee_client_lease_asks_total{result=\"quotas_differ\"} 0.0")
                     .contains("levee_client_lease_asks_total{result=\"granted\"} 0.0")
                     .contains("levee_client_lease_admissions_total{result=\"admitted\"} 0.0");
-            String sameQuotas = leaseAsks("client-same-quotas", observer, same);
+            String sameQuotas = leaseAsks("client-same-quotas", observer, same, null);
             assertThat(sameQuotas).contains("levee_client_lease_asks_total{result=\"quotas_differ\"} 0.0")
                     .doesNotContain("levee_client_lease_asks_total{result=\"granted\"} 0.0")
                     .doesNotContain("levee_client_lease_admissions_total{result=\"admitted\"} 0.0");
         }
     }
 
-    /** Starts {@code levee client} with no lease flag and {@code --quotas quotas}, sends 600 checks of one hot key, returns its metrics. */
-    String leaseAsks(String name, String observer, Path quotas) throws Exception {
+    /**
+     * Starts {@code levee client} with no lease flag and {@code --quotas quotas}, sends 600 checks of one hot key,
+     * waits for {@code line} in its output when given, and returns its metrics.
+     */
+    String leaseAsks(String name, String observer, Path quotas, String line) throws Exception {
         int port = RoleProcess.freePort();
         try (RoleProcess client = RoleProcess.start(DIR, name, List.of("client", "--listen", "127.0.0.1:" + port,
                 "--observer", observer, "--warmup", "0", "--quotas", quotas.toString()))) {
@@ -213,9 +217,8 @@ class RequestLeaseConfigIT {
             await().atMost(Duration.ofSeconds(10)).until(() -> get(port, "/metrics").contains(
                     "levee_client_lease_checks_total{key=\"hot\"}"));
             String metrics = get(port, "/metrics");
-            if (name.contains("other")) {
-                client.awaitOutput("quotas_differ: \"the limiter resolves this bucket with other quotas than this client",
-                        Duration.ofSeconds(10));
+            if (line != null) {
+                client.awaitOutput(line, Duration.ofSeconds(10));
             }
             return metrics;
         }

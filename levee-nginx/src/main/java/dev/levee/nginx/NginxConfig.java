@@ -338,7 +338,8 @@ public final class NginxConfig {
         /**
          * Whether rate.lua takes batches of leased slots from levee-client (leases on, its default) and admits the
          * next requests to a hot bucket from them without a check (rate.lua's {@code batches}; docs/design.md §12,
-         * "Batches in NGINX"; off unless set here, on where they can work in {@code levee nginx-config}). The subrequest transport only, without {@link #rateLimitOnAccept}.
+         * "Batches in NGINX"; off unless set here, on where they can work in {@code levee nginx-config}). The
+         * subrequest transport only, without {@link #rateLimitOnAccept}.
          */
         public Builder batches(boolean v) {
             batches = v;

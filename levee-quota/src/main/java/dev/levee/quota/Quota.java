@@ -16,9 +16,9 @@ package dev.levee.quota;
  * @param lease {@code Boolean.FALSE} for a quota whose counter is never leased to a client (every request decided by a
  *              limiter, as before request leases), {@code Boolean.TRUE} for one that may be, or {@code null} when not
  *              configured on the quota: the configuration's {@link QuotaConfig#defaultLease()} then applies (itself
- *              {@code true} unless set). A client with leases on (the default) admits the requests of an eligible hot key from
- *              leases; a limiter grants them only where the burst and {@code τ + T} allow (docs/quotas.md, "Request
- *              leases"; docs/design.md §12).
+ *              {@code true} unless set). A client with leases on (the default) admits the requests of an eligible
+ *              hot key from leases; a limiter grants them only where the burst and {@code τ + T} allow
+ *              (docs/quotas.md, "Request leases"; docs/design.md §12).
  */
 public record Quota(double rate, int burst, QuotaMode mode, Boolean lease) {
 
