@@ -95,6 +95,19 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
     }
 
     /**
+     * Returns the rate at a levee client above which the enforced key is leased, requests/s: the larger of
+     * {@code --lease-threshold} and {@code LeaseSizer.lastingRate} (docs/design.md §12, "Slots that last"), or the
+     * threshold alone when the group size is not known or the key is blocked.
+     */
+    double leasedAbove() {
+        ResolvedQuota enforced = cfg.resolveEnforced(c.resource(), c.key(), c.operation());
+        if (enforced == null || limit == null || enforced.limit(g).blocked()) {
+            return leaseThreshold;
+        }
+        return Math.max(leaseThreshold, dev.levee.lease.LeaseSizer.DEFAULTS.lastingRate(g, enforced.limit(g)));
+    }
+
+    /**
      * Returns whether NGINX may admit this bucket's requests from batches of the key's leased slots (docs/design.md
      * §12, "Batches in NGINX"): null when it may, else why not.
      */
@@ -196,6 +209,7 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
         leased.put("why", lease.why());
         leased.put("setting", lease.setting());
         leased.put("threshold", leaseThreshold);
+        leased.put("leasedAbove", leasedAbove());
         String never = lease.eligible() ? neverLeased() : null;
         leased.put("leased", lease.eligible() && never == null);
         leased.put("never", never);
@@ -277,8 +291,14 @@ record QuotaExplanation(QuotaExplainCommand.Input in, S3Classification c, QuotaC
             if (never != null) {
                 out.printf(Locale.ROOT, "            never leased: %s%n", never);
             } else {
-                out.printf(Locale.ROOT, "            leased when hot: above %s req/s at a levee client%n",
-                        num(leaseThreshold));
+                double above = leasedAbove();
+                if (above > leaseThreshold) {
+                    out.printf(Locale.ROOT, "            leased when hot: above %.1f req/s at a levee client%n", above);
+                    out.println("            (slower, a lease's slots would end unused: g / (T + τ/4))");
+                } else {
+                    out.printf(Locale.ROOT, "            leased when hot: above %s req/s at a levee client%n",
+                            num(leaseThreshold));
+                }
                 String noBatches = noBatches();
                 out.printf("            %s%n", noBatches == null ? "NGINX batches: yes, the whole bucket"
                         : "NGINX batches: no, " + noBatches);

@@ -174,7 +174,16 @@ class QuotaExplainCommandTest {
                 .hasSize(2).allSatisfy(l -> assertThat(l.length()).isLessThanOrEqualTo(80));
         MainTest.Run whole = explain("GET", "s3://hotb/k"); // a bucket quota and no prefixes: one counter per bucket
         assertThat(whole.out()).contains("            NGINX batches: yes, the whole bucket\n");
+        // 20 000 req/s over g = 4 with a burst of 100: T 0.2 ms, τ 19.8 ms; a slot lasts until used from 776.7 req/s
+        assertThat(whole.out()).contains("""
+                            leased when hot: above 776.7 req/s at a levee client
+                            (slower, a lease's slots would end unused: g / (T + τ/4))
+                """);
+        assertThat(hot.out()).doesNotContain("slower");
         assertThat(json(explain("--json", "GET", "s3://hotb/k")).at("/lease/batches").asBoolean()).isTrue();
+        assertThat(json(explain("--json", "GET", "s3://hotb/k")).at("/lease/leasedAbove").asDouble())
+                .isCloseTo(776.7, org.assertj.core.data.Offset.offset(0.1));
+        assertThat(json(explain("--json", "GET", "s3://audit/k")).at("/lease/leasedAbove").asDouble()).isEqualTo(100.0);
         assertThat(json(explain("--json", "GET", "s3://example-bucket/uploads/a.bin")).at("/lease/noBatches").asText())
                 .startsWith("the bucket has prefix entries");
 

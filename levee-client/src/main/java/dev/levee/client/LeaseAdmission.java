@@ -57,7 +57,9 @@ import java.util.function.Function;
  * <h2>Asking</h2>
  * For each member of the key's group (the top {@code g} by HRW, as the per-request path ranks them) at most one ask
  * in flight; a member is asked when the slots held from it fall to half of {@link LeaseSizer#slots} or below, and
- * not before a refusal's wait has passed ({@link LeaseAsks}).
+ * not before a refusal's wait has passed ({@link LeaseAsks}). No member is asked while the key's rate here is below
+ * {@link LeaseSizer#lastingRate}, where a grant's slots would end before they are used (its checks go to a limiter,
+ * as when the key is cold).
  *
  * <p>Time: every reading comes from the client's ticker, passed in. Thread-safe: a key's holder and asking state
  * are guarded by the key's lock.
@@ -163,6 +165,8 @@ final class LeaseAdmission {
         RequestLease.Epoch epoch = epoch(look.revision(), v.revision());
         KeyLease k = keys.get(rq.limitKey(), newKey);
         int slots = sizer.slots(look.rate(), g, limit);
+        // below the lasting rate every slot of a grant would end unused: the held ones are used, no member is asked
+        boolean asking = sizer.lastingSlots(look.rate(), g, limit) >= 1;
         RequestLease used;
         RequestLeaseHolder.Batch taken = null;
         String address = null;
@@ -184,7 +188,7 @@ final class LeaseAdmission {
             } else {
                 wait = h.waitNs(now);
             }
-            for (int i = 0; i < g && i < ranked.size(); i++) {
+            for (int i = 0; asking && i < g && i < ranked.size(); i++) {
                 LeaseAsks.Member m = k.due(ranked.get(i), now, slots);
                 if (m != null) {
                     if (ask == null) {

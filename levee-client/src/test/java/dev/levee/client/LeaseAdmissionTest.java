@@ -44,6 +44,12 @@ class LeaseAdmissionTest {
     static final String KEY = "resource:hot";
     /** The hot key's per-limiter limit with g = 1: T = 200 µs, τ = 99.8 ms. */
     static final GcraLimit LIMIT = GcraLimit.of(5000, 500, 1);
+    /**
+     * Checks at one instant that make the key hot and worth asking for: the last one, at an estimate of 40/s, above the
+     * threshold of 10/s and the rate from which a slot of {@link #LIMIT} lasts until used, {@code 1 / (T + τ / 4)} =
+     * 39.8/s ({@code LeaseSizer.lastingRate}), sends the ask.
+     */
+    static final int WARM = 40;
     static final long US = 1_000L;
     static final long MS = 1_000_000L;
 
@@ -171,9 +177,12 @@ class LeaseAdmissionTest {
         return registry.get("levee_client_lease_admissions_total").tag("result", result).counter().count();
     }
 
-    /** Makes the key hot (11 checks at one instant, above 10/s), each decided by the limiter, and waits for the ask's outcome. */
+    /**
+     * Makes the key hot ({@link #WARM} checks at one instant), each decided by the limiter, and waits for the ask's
+     * outcome.
+     */
     void warm(LeveeClient c, String outcome) throws Exception {
-        for (int i = 0; i < 11; i++) {
+        for (int i = 0; i < WARM; i++) {
             assertThat(check(c).attempts()).as("a check before any lease goes to the limiter").isEqualTo(1);
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> asks(outcome) >= 1);
@@ -184,15 +193,18 @@ class LeaseAdmissionTest {
         try (LogCapture log = new LogCapture("levee.client")) {
             LeveeClient c = client(true);
             warm(c, "granted");
-            assertThat(decided.get()).isEqualTo(11);
+            assertThat(decided.get()).isEqualTo(WARM);
             assertThat(asked.get()).isEqualTo(1);
             RequestLeaseWire.Ask ask = lastAsk.get();
             assertThat(ask.resource()).isEqualTo("hot");
             assertThat(ask.key()).isEqualTo("k");
             assertThat(ask.operation()).isEqualTo("GetObject");
             assertThat(ask.g()).isEqualTo(1);
-            assertThat(ask.lead()).as("a lead of τ / 2: the first slot usable on arrival, half the burst kept")
-                    .isEqualTo(LIMIT.toleranceNs() / 2);
+            assertThat(ask.slots()).as("one slot of a grant lasts until used at 40/s: ⌊τ / (4 × (25 − 0.2) ms)⌋")
+                    .isEqualTo(1);
+            assertThat(ask.lead()).as("twice the 24.8 ms the client needs to reach it, within τ / 2")
+                    .isEqualTo(dev.levee.lease.LeaseSizer.DEFAULTS.leadNs(WARM, 1, LIMIT, 1))
+                    .isBetween(48 * MS, LIMIT.toleranceNs() / 2);
             assertThat(ask.problem()).isNull();
             for (int i = 0; i < 20; i++) {
                 clock.addAndGet(10 * US);
@@ -207,10 +219,10 @@ class LeaseAdmissionTest {
                 assertThat(d.remaining()).isBetween(0L, 500L);
                 assertThat(d.reset()).isGreaterThanOrEqualTo(1);
             }
-            assertThat(decided.get()).as("no check per request after the grant").isEqualTo(11);
+            assertThat(decided.get()).as("no check per request after the grant").isEqualTo(WARM);
             assertThat(admissions("admitted")).isEqualTo(20);
             assertThat(registry.get("levee_client_results_total").tag("result", "accepted").counter().count())
-                    .isEqualTo(31);
+                    .isEqualTo(WARM + 20);
             assertThat(asked.get()).as("50 slots held, 1 wanted: no second ask").isEqualTo(1);
             String line = "INFO result=accepted limiter=127.0.0.1:" + limiter.actualPort()
                     + " resource=hot key=k op=GetObject level=resource retry_after=0 attempts=0 lease=1 lease_limiter=l1";
@@ -272,7 +284,7 @@ class LeaseAdmissionTest {
         leaseAnswer = a -> grant(50, 10 * MS, LIMIT.emissionIntervalNs(), LIMIT.toleranceNs(), "l1",
                 config().resolve(a.resource(), a.key(), dev.levee.s3.S3Operation.valueOf(a.operation())).limitKey());
         LeveeClient c = client(true);
-        for (int i = 0; i < 11; i++) {
+        for (int i = 0; i < WARM; i++) {
             check(c, "/split/a1", 0);
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 1);
@@ -295,7 +307,7 @@ class LeaseAdmissionTest {
             assertThat(d.result()).isEqualTo(ClientDecision.Result.REJECTED);
             assertThat(d.retryAfter()).isEqualTo(1);
             assertThat(d.attempts()).isZero();
-            assertThat(decided.get()).isEqualTo(11);
+            assertThat(decided.get()).isEqualTo(WARM);
             assertThat(admissions("waiting")).isEqualTo(1);
             await().atMost(Duration.ofSeconds(10)).until(() -> log.lines().stream().anyMatch(l -> l.startsWith(
                     "INFO result=rejected limiter=- resource=hot key=k op=GetObject level=resource retry_after=1"
@@ -347,7 +359,7 @@ class LeaseAdmissionTest {
                 clock.addAndGet(10 * US);
                 assertThat(check(c).attempts()).as("decided by the limiter").isEqualTo(1);
             }
-            assertThat(decided.get()).isEqualTo(21);
+            assertThat(decided.get()).isEqualTo(WARM + 10);
             assertThat(admissions("admitted") + admissions("waiting")).isZero();
             assertThat(asks(outcome)).isEqualTo(1);
             assertThat(asks("granted")).isZero();
@@ -358,7 +370,7 @@ class LeaseAdmissionTest {
                     "WARN lease: ask to limiter l1 (127.0.0.1:" + limiter.actualPort() + ") for key " + KEY + ": "
                             + outcome + ": ") && l.contains(said)));
             clock.addAndGet(1100 * MS);
-            for (int i = 0; i < 11; i++) { // hot again after a second's decay
+            for (int i = 0; i < WARM; i++) { // hot and above the lasting rate again after a second's decay
                 check(c);
             }
             await().atMost(Duration.ofSeconds(10)).until(() -> asks(outcome) >= 2);
@@ -377,7 +389,7 @@ class LeaseAdmissionTest {
         quotas.set(config()); // the same quotas, a new configuration: the client's revision moves
         clock.addAndGet(10 * US);
         assertThat(check(c).attempts()).as("the lease of the old revision is dropped").isEqualTo(1);
-        assertThat(decided.get()).isEqualTo(12);
+        assertThat(decided.get()).isEqualTo(WARM + 1);
         assertThat(admissions("admitted")).isEqualTo(1);
     }
 
@@ -393,7 +405,7 @@ class LeaseAdmissionTest {
         assertThat(c.view().revision()).isEqualTo(2);
         clock.addAndGet(10 * US);
         assertThat(check(c).attempts()).as("the lease of the old membership is dropped").isEqualTo(1);
-        assertThat(decided.get()).isEqualTo(12);
+        assertThat(decided.get()).isEqualTo(WARM + 1);
     }
 
     @Test
@@ -433,7 +445,32 @@ class LeaseAdmissionTest {
         // slot k's local window ends at s + ⌊k × T × (1 − ρ)⌋ − 1 − ε: the 50th at about 9.8 ms
         assertThat(accepted).isBetween(1, 50);
         assertThat(lastAdmitted - granted).isLessThan(50 * LIMIT.emissionIntervalNs());
-        assertThat(decided.get()).isEqualTo(11);
+        assertThat(decided.get()).isEqualTo(WARM);
+    }
+
+    /**
+     * A hot key whose rate here is below {@code LeaseSizer.lastingRate} asks nothing: a grant's slots would end before
+     * the client reached them, so an ask would cost a round trip and the check would still go to a limiter (through
+     * NGINX at 50 req/s on a key with τ = 40 ms: 590 grants in 300 requests, none used). Once the rate passes it, the
+     * key is asked for and admitted from leases.
+     */
+    @Test
+    void aHotKeyBelowTheLastingRateAsksNothingAndGoesToTheLimiter() throws Exception {
+        LeveeClient c = client(true);
+        for (int i = 0; i < 30; i++) { // 30/s at 10 ms apart: hot (above 10/s), below the lasting rate of 39.8/s
+            clock.addAndGet(10 * MS);
+            assertThat(check(c).attempts()).isEqualTo(1);
+        }
+        assertThat(registry.get("levee_client_lease_checks_total").tag("key", "hot").counter().count()).isPositive();
+        assertThat(asked.get()).as("no ask below the lasting rate").isZero();
+        assertThat(decided.get()).isEqualTo(30);
+        for (int i = 0; i < 20; i++) { // at one instant: the estimate passes 39.8/s, one ask
+            check(c);
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 1);
+        clock.addAndGet(10 * US);
+        assertThat(check(c).attempts()).as("admitted from the lease").isZero();
+        assertThat(asked.get()).isEqualTo(1);
     }
 
     @Test
@@ -468,7 +505,7 @@ class LeaseAdmissionTest {
         HttpServer second = limiter(asked2, a -> grant(20, 0, two.emissionIntervalNs(), two.toleranceNs(), "l2", KEY));
         LeveeClient c = client(true, observer(limiter, second));
         assertThat(c.group("hot")).hasSize(2);
-        for (int i = 0; i < 11; i++) {
+        for (int i = 0; i < WARM; i++) {
             assertThat(check(c).attempts()).isEqualTo(1);
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> asks("granted") >= 2);
@@ -484,7 +521,7 @@ class LeaseAdmissionTest {
         }
         assertThat(limiters).containsExactlyInAnyOrder("127.0.0.1:" + limiter.actualPort(),
                 "127.0.0.1:" + second.actualPort());
-        assertThat(decided.get()).isEqualTo(11);
+        assertThat(decided.get()).isEqualTo(WARM);
     }
 
     @Test
