@@ -39,6 +39,25 @@ final class ClosedLoop {
             return most;
         }
 
+        /**
+         * The longest time without an admission inside the run, ns, and when it began (ns after the start): a stall of
+         * the drivers, the clients or the limiters (a GC pause, the scheduler) shows here as a pause far above
+         * {@code 1 / rate}.
+         */
+        long[] longestPause() {
+            long longest = 0;
+            long at = 0;
+            long prev = startNs;
+            for (long t : admittedAt) {
+                if (t - prev > longest) {
+                    longest = t - prev;
+                    at = prev - startNs;
+                }
+                prev = t;
+            }
+            return new long[] {longest, at};
+        }
+
         /** The fewest admissions in a window of {@code w} ns inside the run, stepped by 10 ms. */
         long fewest(long w) {
             long fewest = Long.MAX_VALUE;

@@ -223,7 +223,7 @@ class RequestLeaseBoundIT {
         void assertFloor() {
             org.junit.jupiter.api.Assumptions.assumeTrue(offered() >= rate * 1.5, String.format("this machine offered"
                     + " only %.0f/s, not 1.5 x the quota of %.0f/s: floor not tested", offered(), rate));
-            assertThat((double) r.fewest(W)).as("admitted in every 10 s window ≥ 97 % of rate × w")
+            assertThat((double) r.fewest(W)).as("admitted in every 10 s window ≥ 97 %% of rate × w (%s)", this)
                     .isGreaterThanOrEqualTo(0.97 * rate * WINDOW_S);
         }
 
@@ -232,10 +232,12 @@ class RequestLeaseBoundIT {
             long fewest = r.fewest(W);
             return String.format(java.util.Locale.ROOT, "%.0f/s offered; admitted %d in %.2f s (%.1f/s); 10 s windows:"
                             + " most %d (bound %.0f), fewest %s (floor %.0f); rejected %d, other %d; from a fresh key %d"
-                            + " in %.3f s, a pause of %.3f s between the runs included (bound %.1f)", offered(), r.admittedAt().length, r.seconds(),
-                    r.admittedAt().length / r.seconds(), r.most(W), upper(),
+                            + " in %.3f s, a pause of %.3f s between the runs included (bound %.1f); longest time"
+                            + " without an admission %.1f ms, from %.2f s into the run", offered(),
+                    r.admittedAt().length, r.seconds(), r.admittedAt().length / r.seconds(), r.most(W), upper(),
                     fewest == Long.MAX_VALUE ? "- (a shorter run)" : Long.toString(fewest), 0.97 * rate * WINDOW_S,
-                    r.rejected(), r.other(), whole(), span(), (r.startNs() - warm.endNs()) / 1e9, wholeUpper());
+                    r.rejected(), r.other(), whole(), span(), (r.startNs() - warm.endNs()) / 1e9, wholeUpper(),
+                    r.longestPause()[0] / 1e6, r.longestPause()[1] / 1e9);
         }
     }
 
