@@ -166,7 +166,7 @@ final class LeaseAdmission {
         KeyLease k = keys.get(rq.limitKey(), newKey);
         int slots = sizer.slots(look.rate(), g, limit);
         // below the lasting rate every slot of a grant would end unused: the held ones are used, no member is asked
-        boolean asking = sizer.lastingSlots(look.rate(), g, limit) >= 1;
+        boolean asking = look.rate() >= sizer.lastingRate(g, limit);
         RequestLease used;
         RequestLeaseHolder.Batch taken = null;
         String address = null;

@@ -9,8 +9,8 @@ import dev.levee.core.GcraLimit;
  * <p>A key is leased from {@code threshold} requests per second at this client. The client asks each of the
  * {@code g} members of the key's group for its part of the next {@code window} of its demand:
  * {@code n = ⌈observed / g × window⌉}, at least 1, at most {@code min(maxSlots, c + ⌊window / T⌋)} — what one
- * member can give over the window from a full state — and at most the slots that last until used at that rate
- * ({@link #lastingSlots}); below {@link #lastingRate} none would, and no lease is asked for. So two clients hot on
+ * member can give over the window from a full state. Below {@link #lastingRate} not one slot would last until used,
+ * and no lease is asked for. So two clients hot on
  * one key share its rate in proportion to their demand: each reservation takes what its client asked for, in the order they arrive.
  *
  * @param windowNs               how much of the demand one grant covers, ns, in [20 ms, 100 ms]; default 50 ms
@@ -61,8 +61,7 @@ public record LeaseSizer(long windowNs, double thresholdPerSecond, int maxSlots)
      * @param observedPerSecond the key's rate at this client, requests/s, finite, ≥ 0
      * @param groupSize         {@code g}, ≥ 1
      * @param limit             the per-limiter limit of the key (not blocked)
-     * @return slots, in {@code [1, min(maxSlots, c + ⌊window / T⌋)]}, and at most {@link #lastingSlots} when that is
-     *         ≥ 1
+     * @return slots, in {@code [1, min(maxSlots, c + ⌊window / T⌋)]}
      * @throws IllegalArgumentException when an argument is out of range or the limit is blocked
      */
     public int slots(double observedPerSecond, int groupSize, GcraLimit limit) {
@@ -73,21 +72,23 @@ public record LeaseSizer(long windowNs, double thresholdPerSecond, int maxSlots)
         if (limit.blocked()) {
             throw new IllegalArgumentException("a blocked quota (rate 0) is never leased");
         }
-        long cap = Math.min(Math.min(maxSlots, limit.capacity() + windowNs / limit.emissionIntervalNs()),
-                lastingSlots(observedPerSecond, groupSize, limit));
+        long cap = Math.min(maxSlots, limit.capacity() + windowNs / limit.emissionIntervalNs());
         double want = Math.ceil(observedPerSecond / groupSize * windowNs / 1e9);
         return (int) Math.max(1, Math.min(cap, want));
     }
 
     /**
      * Returns the least rate at this client at which one member's slot lasts until used (docs/design.md §12,
-     * "Slots that last"): {@code g / (T + τ / 4)} requests/s.
+     * "Slots that last"): {@code g / (T + τ / 4)} requests/s. Below it no lease is asked for.
      *
-     * <p>A lease's slots last until used with a lead of {@code n × (g / r − T)} ({@link #leadNs} asks twice that),
-     * and the lead is at most {@code τ / 2}: so at most {@code ⌊τ / (4 × (g / r − T))⌋} slots of one grant last
-     * (see {@link #lastingSlots}), one of them from this rate. Below it every slot is expected to end unused: an ask
+     * <p>This client reaches a member's first slot about {@code g / r − T} later than the slot's virtual time would
+     * need, so it lasts with a lead of that ({@link #leadNs} asks twice that), and the lead is at most {@code τ / 2}:
+     * the first slot lasts while {@code 2 × (g / r − T) ≤ τ / 2}. Below it every slot is expected to end unused: an ask
      * would cost a round trip to the member, the request would still go to a limiter, and the slot's capacity would
-     * be lost (a sequential client at 50 req/s on a key with {@code τ} = 40 ms: 590 grants in 300 requests, none used).
+     * be lost (a sequential client at 50 req/s on a key with {@code τ} = 40 ms: 590 grants in 300 requests, none
+     * used). Above it the slots asked are not cut to those that last: with NGINX's batches a lease's slots are taken
+     * half a lease at a time, not one per {@code g / r} (cutting them halved the batches and took {@code /batch/}
+     * from 1.41 to 1.04 × {@code /ideal/}, docs/BENCHMARKS.md).
      *
      * @param groupSize {@code g}, ≥ 1
      * @param limit     the per-limiter limit of the key (not blocked)
@@ -100,33 +101,6 @@ public record LeaseSizer(long windowNs, double thresholdPerSecond, int maxSlots)
                     + groupSize);
         }
         return 1e9 * groupSize / (limit.emissionIntervalNs() + limit.toleranceNs() / 4.0);
-    }
-
-    /**
-     * Returns the most slots of one grant that last until used at this rate: {@code maxSlots} when the client takes a
-     * member's rate or more ({@code g / r ≤ T}), else {@code min(maxSlots, ⌊τ / (4 × (g / r − T))⌋)}, 0 below
-     * {@link #lastingRate}: then no lease is asked for (docs/design.md §12, "Slots that last").
-     *
-     * @param observedPerSecond the key's rate at this client, requests/s, finite, ≥ 0
-     * @param groupSize         {@code g}, ≥ 1
-     * @param limit             the per-limiter limit of the key (not blocked)
-     * @return slots, in {@code [0, maxSlots]}
-     * @throws IllegalArgumentException when an argument is out of range or the limit is blocked
-     */
-    public int lastingSlots(double observedPerSecond, int groupSize, GcraLimit limit) {
-        checkRate(observedPerSecond);
-        if (groupSize < 1 || limit.blocked()) {
-            throw new IllegalArgumentException("lasting slots need g >= 1 and a limit that is not blocked, got g="
-                    + groupSize);
-        }
-        if (observedPerSecond == 0) {
-            return 0;
-        }
-        double gap = 1e9 * groupSize / observedPerSecond - limit.emissionIntervalNs(); // ns between uses minus T
-        if (gap <= 0) {
-            return maxSlots;
-        }
-        return (int) Math.min(maxSlots, Math.floor(limit.toleranceNs() / (4 * gap)));
     }
 
     /**

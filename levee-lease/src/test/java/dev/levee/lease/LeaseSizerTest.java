@@ -41,14 +41,12 @@ class LeaseSizerTest {
     @Test
     void theLeadCoversTwiceTheTimeTheClientNeedsForItsSlotsAtMostHalfOfTauAndNoneOnASaturatedKey() {
         LeaseSizer s = LeaseSizer.DEFAULTS;
-        // 1 M req/s over 2 limiters, burst 50 000: T 2 µs, τ ≈ 100 ms; a client at 20 000 req/s would want 500 slots
-        // of 50 ms, but only ⌊τ / (4 × 98 µs)⌋ = 255 last with twice the lead they need, under τ / 2
+        // 1 M req/s over 2 limiters, burst 50 000: T 2 µs, τ ≈ 100 ms; a client at 20 000 req/s asks for 500 slots
         GcraLimit idle = GcraLimit.of(1_000_000, 50_000, 2);
         int slots = s.slots(20_000, 2, idle);
-        assertThat(slots).isEqualTo(255);
-        assertThat(s.leadNs(20_000, 2, idle, slots)).isEqualTo(2 * 255 * 98_000L).isLessThan(idle.toleranceNs() / 2);
+        assertThat(slots).isEqualTo(500);
         // 2 × 500 × (100 − 2) µs = 98 ms, over τ / 2: half of τ stays for the checks sent per request meanwhile
-        assertThat(s.leadNs(20_000, 2, idle, 500)).isEqualTo(idle.toleranceNs() / 2);
+        assertThat(s.leadNs(20_000, 2, idle, slots)).isEqualTo(idle.toleranceNs() / 2);
         assertThat(s.leadNs(20_000, 2, idle, 100)).isEqualTo(19_600_000L); // 2 × 100 × 98 µs, under τ / 2
         // a saturated key: 500 req/s over 4, burst 13 (T 8 ms, τ 96 ms); checks seen at 16 000/s, the lease capped at 19
         GcraLimit busy = GcraLimit.of(500, 13, 4);
@@ -63,27 +61,25 @@ class LeaseSizerTest {
     }
 
     @Test
-    void belowTheLastingRateNoSlotWouldLastUntilUsedSoNoneIsAskedFor() {
+    void belowTheLastingRateNoSlotWouldLastUntilUsed() {
         LeaseSizer s = LeaseSizer.DEFAULTS;
         // 20 000 req/s over 2 limiters, burst 400: T 0.1 ms, τ 39.9 ms; one slot lasts from 2 / (0.1 + 9.975) ms
         GcraLimit tight = GcraLimit.of(20_000, 400, 2);
-        assertThat(s.lastingRate(2, tight)).isCloseTo(198.5, org.assertj.core.data.Offset.offset(0.1));
-        // a sequential client at 50 or 110 req/s reaches a member's slot 40 or 18 ms after the grant: past τ / 2 + T
-        assertThat(s.lastingSlots(50, 2, tight)).isZero();
-        assertThat(s.lastingSlots(110, 2, tight)).isZero();
-        assertThat(s.lastingSlots(198, 2, tight)).isZero();
-        assertThat(s.lastingSlots(199, 2, tight)).isEqualTo(1);
-        assertThat(s.lastingSlots(400, 2, tight)).isEqualTo(2); // ⌊9.975 / 4.9⌋
-        assertThat(s.slots(400, 2, tight)).isEqualTo(2); // wanted 10 of 50 ms, 2 last
-        assertThat(s.lastingSlots(0, 2, tight)).isZero();
-        // a client taking a member's rate or more needs no lead: every slot lasts, up to maxSlots
-        assertThat(s.lastingSlots(20_000, 2, tight)).isEqualTo(4096);
-        assertThat(new LeaseSizer(50_000_000L, 100, 20).lastingSlots(1e6, 2, tight)).isEqualTo(20);
+        double floor = s.lastingRate(2, tight);
+        assertThat(floor).isCloseTo(198.5, org.assertj.core.data.Offset.offset(0.1));
+        // a sequential client at 110 req/s reaches a member's slot 18 ms after the grant, the lead at most 20 ms: twice
+        // the 18 ms it needs is more than τ / 2, so the lead is cut and the slot ends before it is reached
+        assertThat(110.0).isLessThan(floor);
+        assertThat(s.leadNs(110, 2, tight, 1)).isEqualTo(tight.toleranceNs() / 2);
+        // just above the floor, the lead asked for one slot is within τ / 2: not cut, the slot lasts until reached
+        assertThat(s.leadNs(floor * 1.01, 2, tight, 1)).isLessThan(tight.toleranceNs() / 2);
+        // above it, the slots asked are not cut to those that last (NGINX's batches take half a lease at once)
+        assertThat(s.slots(400, 2, tight)).isEqualTo(10);
         // with the burst of 4 000 the slots last ten times longer: from 20 req/s
         assertThat(s.lastingRate(2, GcraLimit.of(20_000, 4000, 2))).isCloseTo(20.0, org.assertj.core.data.Offset.offset(0.1));
-        assertThat(s.slots(110, 2, GcraLimit.of(20_000, 4000, 2))).isEqualTo(3); // ⌈55 × 0.05⌉, 5 would last
+        // §4's burst with g = DF (τ ≈ 100 ms): about g / 25 ms
+        assertThat(s.lastingRate(2, GcraLimit.of(5000, 250, 2))).isCloseTo(79.1, org.assertj.core.data.Offset.offset(0.1));
         assertThatThrownBy(() -> s.lastingRate(0, tight)).hasMessageContaining("g >= 1");
-        assertThatThrownBy(() -> s.lastingSlots(1, 1, GcraLimit.of(0, 1, 1))).hasMessageContaining("blocked");
-        assertThatThrownBy(() -> s.lastingSlots(Double.NaN, 1, tight)).hasMessageContaining("observed rate");
+        assertThatThrownBy(() -> s.lastingRate(1, GcraLimit.of(0, 1, 1))).hasMessageContaining("blocked");
     }
 }
